@@ -1,0 +1,29 @@
+// The subcommands of the `mpverify` program. Each file adds one subcommand
+// to the root CLI11 app and says what to run when it was chosen; the work
+// itself is library calls, so tests can make the same calls directly.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace mpverify::cli {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;  // returns the exit code
+};
+
+// Thrown for bad input found after parsing (an unknown format name, a value
+// that does not parse): main prints it as one line and exits with 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void add_formats_command(CLI::App& root, std::vector<Command>& commands);
+void add_round_command(CLI::App& root, std::vector<Command>& commands);
+
+}  // namespace mpverify::cli

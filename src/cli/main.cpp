@@ -1,0 +1,46 @@
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "formats/format.h"
+
+int main(int argc, char** argv) {
+  using namespace mpverify::cli;
+  CLI::App root{"mpverify: verifies the numerics of mixed-precision (fp16, bf16, fp8) training.\n"
+                "Run 'mpverify COMMAND --help' for a command's options.",
+                "mpverify"};
+  root.require_subcommand(1);
+  std::vector<Command> commands;
+  add_formats_command(root, commands);
+  add_round_command(root, commands);
+
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << root.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << root.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // One line naming what is wrong; exit code 2 for every usage error.
+    std::cerr << "mpverify: error: " << e.what() << " (see 'mpverify --help')\n";
+    return 2;
+  }
+  for (const Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    try {
+      return c.run();
+    } catch (const UsageError& e) {
+      std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
+      return 2;
+    } catch (const mpverify::formats::FormatError& e) {
+      std::cerr << "mpverify " << c.app->get_name() << ": error: --format: " << e.what() << "\n";
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  return 2;
+}

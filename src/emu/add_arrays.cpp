@@ -1,0 +1,58 @@
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "emu/quantize.h"
+#include "formats/arithmetic.h"
+#include "formats/encoding.h"
+#include "formats/philox.h"
+
+namespace mpverify::emu {
+
+namespace {
+
+template <bool Count>
+void add_loop(std::span<const float> w, std::span<const float> u, std::span<float> out, const QuantizeSpec& spec,
+              Counters* counters) {
+  using namespace formats;
+  RoundingContext rc{spec.rounding, spec.tininess, spec.random_bits, 0};
+  const bool stochastic = spec.rounding == Rounding::stochastic;
+  Counters local;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (stochastic) rc.random = stochastic_draw(spec.seed, spec.stream, spec.first_index + i);
+    const double wi = w[i], ui = u[i];
+    Flags flags;
+    std::uint32_t bits;
+    if (std::isfinite(wi) && std::isfinite(ui)) {
+      bits = sum_to_format(spec.format, wi, ui, rc, flags);
+    } else {
+      // Infinities and NaNs: round each operand, then add in the format.
+      const std::uint32_t a = from_double(spec.format, wi, rc, flags);
+      const std::uint32_t b = from_double(spec.format, ui, rc, flags);
+      bits = add(spec.format, a, b, rc, flags);
+    }
+    const float result = to_float(spec.format, bits, flags);
+    out[i] = result;
+    if constexpr (Count) {
+      count_rounding(local, spec.format, wi + ui, bits, flags);
+      if (ui != 0 && std::isfinite(ui) && std::isfinite(wi)) {
+        local.addends_nonzero += 1;
+        local.swamped += static_cast<double>(result) == wi;
+      }
+    }
+  }
+  if constexpr (Count) *counters += local;
+}
+
+}  // namespace
+
+void add_arrays(std::span<const float> w, std::span<const float> u, std::span<float> out, const QuantizeSpec& spec,
+                Counters* counters) {
+  if (w.size() != u.size() || w.size() != out.size())
+    throw std::invalid_argument("add_arrays: sizes differ (w " + std::to_string(w.size()) + ", u " +
+                                std::to_string(u.size()) + ", out " + std::to_string(out.size()) + ")");
+  if (counters) add_loop<true>(w, u, out, spec, counters);
+  else add_loop<false>(w, u, out, spec, counters);
+}
+
+}  // namespace mpverify::emu

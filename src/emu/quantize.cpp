@@ -1,0 +1,119 @@
+#include "emu/quantize.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "emu/quantize_simd.h"
+#include "formats/arithmetic.h"
+#include "formats/encoding.h"
+#include "formats/philox.h"
+
+namespace mpverify::emu {
+
+using formats::Flags;
+using formats::Format;
+using formats::RoundingContext;
+
+namespace {
+
+bool is_fp16(const Format& f) {
+  return f.exponent_bits == 5 && f.mantissa_bits == 10 && f.bias == 15 && f.subnormals &&
+         f.encoding == formats::Encoding::ieee && f.overflow == formats::Overflow::ieee;
+}
+
+bool simd_eligible(const QuantizeSpec& s) {
+  return is_fp16(s.format) && s.rounding == formats::Rounding::nearest_even &&
+         s.tininess == formats::Tininess::after_rounding;
+}
+
+// The portable path: the scalar emulator, one element at a time. `store`
+// receives (index, result bits).
+template <bool Count, typename Store>
+void round_portable(std::span<const float> in, const QuantizeSpec& spec, Counters* counters, Store store) {
+  RoundingContext rc{spec.rounding, spec.tininess, spec.random_bits, 0};
+  const bool stochastic = spec.rounding == formats::Rounding::stochastic;
+  Counters local;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (stochastic) rc.random = formats::stochastic_draw(spec.seed, spec.stream, spec.first_index + i);
+    Flags flags;
+    const std::uint32_t bits = formats::from_float(spec.format, in[i], rc, flags);
+    store(i, bits);
+    if constexpr (Count) count_rounding(local, spec.format, static_cast<double>(in[i]), bits, flags);
+  }
+  if constexpr (Count) *counters += local;
+}
+
+void check_sizes(std::size_t in, std::size_t out, const char* what) {
+  if (in != out)
+    throw std::invalid_argument(std::string(what) + ": input has " + std::to_string(in) + " elements, output " +
+                                std::to_string(out));
+}
+
+// Runs the SIMD prefix when the path allows, then the portable tail.
+template <typename Store>
+void run(std::span<const float> in, const QuantizeSpec& spec, Counters* counters, SimdPath path, float* out_float,
+         std::uint16_t* out_bits, Store store) {
+  if (path == SimdPath::automatic) path = select_path(spec);
+  if (path != SimdPath::portable && (!simd_eligible(spec) || !path_available(path)))
+    throw std::invalid_argument("quantize: path " + std::string(to_string(path)) +
+                                " cannot run this format/rounding on this CPU");
+  std::size_t done = 0;
+  if (path == SimdPath::avx512) done = detail::fp16_rne_avx512(in.data(), in.size(), out_float, out_bits, counters);
+  if (path == SimdPath::avx2_f16c) done = detail::fp16_rne_avx2(in.data(), in.size(), out_float, out_bits, counters);
+  const auto tail = in.subspan(done);
+  auto shifted = [&](std::size_t i, std::uint32_t bits) { store(done + i, bits); };
+  QuantizeSpec tail_spec = spec;
+  tail_spec.first_index += done;
+  if (counters) round_portable<true>(tail, tail_spec, counters, shifted);
+  else round_portable<false>(tail, tail_spec, counters, shifted);
+}
+
+}  // namespace
+
+std::string_view to_string(SimdPath p) {
+  switch (p) {
+    case SimdPath::automatic: return "automatic";
+    case SimdPath::portable: return "portable";
+    case SimdPath::avx2_f16c: return "avx2-f16c";
+    case SimdPath::avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool path_available(SimdPath p) {
+  switch (p) {
+    case SimdPath::automatic:
+    case SimdPath::portable: return true;
+    case SimdPath::avx2_f16c: return detail::cpu_has_avx2_f16c();
+    case SimdPath::avx512: return detail::cpu_has_avx512();
+  }
+  return false;
+}
+
+SimdPath select_path(const QuantizeSpec& spec) {
+  if (!simd_eligible(spec)) return SimdPath::portable;
+  if (detail::cpu_has_avx512()) return SimdPath::avx512;
+  if (detail::cpu_has_avx2_f16c()) return SimdPath::avx2_f16c;
+  return SimdPath::portable;
+}
+
+void quantize(std::span<const float> in, std::span<float> out, const QuantizeSpec& spec, Counters* counters,
+              SimdPath path) {
+  check_sizes(in.size(), out.size(), "quantize");
+  const Format& f = spec.format;
+  run(in, spec, counters, path, out.data(), nullptr, [&](std::size_t i, std::uint32_t bits) {
+    Flags ignored;  // a quiet NaN result raises nothing when widened
+    out[i] = formats::to_float(f, bits, ignored);
+  });
+}
+
+void encode(std::span<const float> in, std::span<std::uint16_t> out, const QuantizeSpec& spec, Counters* counters,
+            SimdPath path) {
+  check_sizes(in.size(), out.size(), "encode");
+  if (spec.format.width() > 16)
+    throw std::invalid_argument("encode: format " + spec.format.name + " is wider than 16 bits");
+  run(in, spec, counters, path, nullptr, out.data(),
+      [&](std::size_t i, std::uint32_t bits) { out[i] = static_cast<std::uint16_t>(bits); });
+}
+
+}  // namespace mpverify::emu

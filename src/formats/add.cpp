@@ -1,0 +1,44 @@
+#include <cmath>
+
+#include "formats/arithmetic.h"
+#include "formats/round_pack.h"
+#include "formats/specialize.h"
+
+namespace mpverify::formats {
+
+std::uint32_t add(const Format& f, std::uint32_t a, std::uint32_t b, const RoundingContext& rc, Flags& flags) {
+  if (is_nan(f, a) || is_nan(f, b)) return detail::propagate_nan(f, a, b, flags);
+  const double x = to_double(f, a);
+  const double y = to_double(f, b);
+  if (std::isinf(x) || std::isinf(y)) {
+    if (std::isinf(x) && std::isinf(y) && std::signbit(x) != std::signbit(y)) {
+      flags.raise(Flags::invalid);
+      return f.default_nan_bits();
+    }
+    return std::isinf(x) ? a : b;
+  }
+  return sum_to_format(f, x, y, rc, flags);
+}
+
+std::uint32_t sum_to_format(const Format& f, double x, double y, const RoundingContext& rc, Flags& flags) {
+  // x + y needs up to ~280 bits; the double sum plus its exact TwoSum error
+  // carries all that rounding to <= 24 bits needs (round_pack.h).
+  const double sum = x + y;
+  if (sum == 0) {
+    // Exact zero: a sum of like-signed zeros keeps the sign; otherwise +0,
+    // or -0 when rounding down (IEEE 754 6.3).
+    const bool negative = (x == 0 && y == 0 && std::signbit(x) == std::signbit(y)) ? std::signbit(x)
+                                                                                      : rc.mode == Rounding::down;
+    return zero_bits(f, negative);
+  }
+  const double error = detail::two_sum_error(x, y, sum);
+  return round_pack(f, std::signbit(sum), std::fabs(sum), detail::residual_sign(sum, error), rc, flags);
+}
+
+std::uint32_t sub(const Format& f, std::uint32_t a, std::uint32_t b, const RoundingContext& rc, Flags& flags) {
+  // NaNs propagate unchanged (not negated), as SoftFloat's f16_sub does.
+  if (is_nan(f, a) || is_nan(f, b)) return detail::propagate_nan(f, a, b, flags);
+  return add(f, a, detail::negate(f, b), rc, flags);
+}
+
+}  // namespace mpverify::formats

@@ -1,0 +1,58 @@
+// Implementation-defined choices, kept in one place as SoftFloat keeps them
+// in its specialize.h. These follow x86 (SoftFloat's 8086-SSE variant).
+#pragma once
+
+#include <cstdint>
+
+#include "formats/encoding.h"
+#include "formats/flags.h"
+#include "formats/format.h"
+
+namespace mpverify::formats::detail {
+
+// The NaN of format f with the given sign (quiet, empty payload; fnuz has one NaN).
+inline std::uint32_t nan_bits(const Format& f, bool negative) {
+  switch (f.encoding) {
+    case Encoding::ieee:
+      return (negative ? f.sign_mask() : 0) | f.positive_infinity_bits() | (1u << (f.mantissa_bits - 1));
+    case Encoding::fn: return (negative ? f.sign_mask() : 0) | (f.all_bits_mask() & ~f.sign_mask());
+    case Encoding::fnuz: return f.sign_mask();
+  }
+  return 0;
+}
+
+// x86: the first NaN operand wins, quieted; any signalling NaN raises invalid.
+inline std::uint32_t propagate_nan(const Format& f, std::uint32_t a, std::uint32_t b, Flags& flags) {
+  if (is_signaling_nan(f, a) || is_signaling_nan(f, b)) flags.raise(Flags::invalid);
+  return is_nan(f, a) ? quiet_nan(f, a) : quiet_nan(f, b);
+}
+
+// What an operation that must produce +-infinity returns in f (x/0, inf
+// operands): infinity where the format has one, else the overflow policy.
+inline std::uint32_t infinity_or_substitute(const Format& f, bool negative) {
+  const std::uint32_t sign = negative ? f.sign_mask() : 0;
+  if (f.has_infinity()) return sign | f.positive_infinity_bits();
+  return f.overflow == Overflow::saturate ? sign | f.max_finite_bits() : f.default_nan_bits();
+}
+
+// Flip the sign of a value (no negative zero in fnuz: there 0 stays 0).
+inline std::uint32_t negate(const Format& f, std::uint32_t bits) {
+  if (f.encoding == Encoding::fnuz && (bits == 0 || is_nan(f, bits))) return bits;
+  return bits ^ f.sign_mask();
+}
+
+// +1 if the exact value (approx + error) has a larger magnitude than approx,
+// -1 if smaller, 0 if approx is exact.
+inline int residual_sign(double approx, double error) {
+  if (error == 0) return 0;
+  return (error > 0) == (approx > 0) ? 1 : -1;
+}
+
+// Knuth's TwoSum: the exact rounding error of s = a + b (no overflow here).
+inline double two_sum_error(double a, double b, double s) {
+  const double b_virtual = s - a;
+  const double a_virtual = s - b_virtual;
+  return (a - a_virtual) + (b - b_virtual);
+}
+
+}  // namespace mpverify::formats::detail
