@@ -35,6 +35,21 @@ void two_sum(long double a, long double b, long double& s, long double& err) {
 
 int sign_of(long double v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); }
 
+// The sign of a - q*b, exactly, for a, b > 0 of at most 17 significant bits
+// and q = a / b rounded to long double (64 bits). (fmal would do, but glibc's
+// software fmal is slow.) Veltkamp-split q = qh + ql with qh of 40 bits and
+// ql of at most 24 bits: qh*b (<= 57 bits) and ql*b (<= 41 bits) are exact;
+// qh*b is within a factor 2 of a, so a - qh*b is exact (Sterbenz); then
+// sign(a - q b) = sign((a - qh b) - ql b) is one exact comparison.
+int quotient_residual(long double a, long double b, long double q) {
+  const long double c = q * 16777217.0L;  // 2^24 + 1
+  const long double qh = c - (c - q);
+  const long double ql = q - qh;
+  const long double t = a - qh * b;
+  const long double u = ql * b;
+  return t > u ? 1 : (t < u ? -1 : 0);
+}
+
 }  // namespace
 
 Oracle::Oracle(const Format& f) : f_(f) {
@@ -68,6 +83,16 @@ Oracle::Oracle(const Format& f) : f_(f) {
   for (std::size_t i = 1; i < table_.size(); ++i)
     if (!(table_[i - 1] < table_[i]))
       throw std::invalid_argument("oracle: value table of " + f.name + " is not increasing");
+  search_.resize(table_.size() - 1);
+  for (std::size_t i = 0; i < search_.size(); ++i) {
+    search_[i] = static_cast<float>(table_[i]);
+    if (static_cast<long double>(search_[i]) != table_[i])
+      throw std::invalid_argument("oracle: a value of " + f.name + " is not exactly a float");
+  }
+  overflow_ = table_.back();
+  scale_.resize(exp_ones_ + 1);
+  for (std::uint32_t e = 0; e <= exp_ones_; ++e)
+    scale_[e] = std::ldexp(1.0L, static_cast<int>(e == 0 ? 1 : e) - f.bias - m_);
   min_normal_ = std::ldexp(1.0L, 1 - f.bias);
   below_min_normal_ = min_normal_ - std::ldexp(1.0L, 1 - f.bias - (m_ + 1));
 }
@@ -165,7 +190,9 @@ Oracle::Operand Oracle::decode(std::uint32_t bits) const {
     return o;
   }
   o.kind = Kind::finite;
-  o.magnitude = magnitude_of_index(bits & ~sign_);
+  // integer significand * 2^(exponent - bias - m): exact (the same as
+  // magnitude_of_index, without a libm call per operand).
+  o.magnitude = static_cast<long double>(e == 0 ? frac : (frac | (1u << m_))) * scale_[e];
   return o;
 }
 
@@ -244,21 +271,34 @@ Result Oracle::round(bool negative, long double mag, int residual, const Roundin
     return r;
   }
   const std::size_t sentinel = table_.size() - 1;
-  if (mag > table_[sentinel] || (mag == table_[sentinel] && residual >= 0))
+  if (mag > overflow_ || (mag == overflow_ && residual >= 0))
     return overflow(negative, rc);
-  // k: the largest index with table_[k] <= mag.
-  const std::size_t k =
-      static_cast<std::size_t>(std::upper_bound(table_.begin(), table_.end(), mag) - table_.begin()) - 1;
+  // k: the largest index with table_[k] <= mag. The search runs over the
+  // compact float copy of the table (same values, exactly), which keeps it in
+  // cache; comparisons are done in long double.
+  // (The overflow point, which may not be a float, is not in that copy.)
+  // The search is branch-free: search_[0] == 0 < mag.
+  std::size_t k = sentinel;
+  if (mag < overflow_) {
+    const float* base = search_.data();
+    for (std::size_t n = search_.size(); n > 1;) {
+      const std::size_t half = n / 2;
+      base = static_cast<long double>(base[half]) <= mag ? base + half : base;
+      n -= half;
+    }
+    k = static_cast<std::size_t>(base - search_.data());
+  }
   const std::uint32_t first_normal = 1u << m_;
   std::size_t index;
   bool inexact;
-  if (table_[k] == mag && residual == 0) {
+  const long double at_k = entry(k);
+  if (at_k == mag && residual == 0) {
     index = k;
     inexact = false;
   } else {
-    const std::size_t lo = (table_[k] == mag && residual < 0) ? k - 1 : k;
+    const std::size_t lo = (at_k == mag && residual < 0) ? k - 1 : k;
     const std::size_t hi = lo + 1;
-    const bool up = choose_upper(negative, mag, residual, table_[lo], table_[hi], (hi & 1) != 0, rc);
+    const bool up = choose_upper(negative, mag, residual, entry(lo), entry(hi), (hi & 1) != 0, rc);
     index = up ? hi : lo;
     if (index == sentinel) return overflow(negative, rc);
     inexact = true;
@@ -439,9 +479,8 @@ Result Oracle::div(std::uint32_t a, std::uint32_t b, const RoundingContext& rc) 
       r.bits = default_nan_;
     return r;
   }
-  const long double q = x.magnitude / y.magnitude;
-  const long double rem = std::fma(-q, y.magnitude, x.magnitude);  // fmal: exact sign of a - q b
-  return round(negative, q, sign_of(rem), rc);
+  const long double q = x.magnitude / y.magnitude;  // correctly rounded to 64 bits
+  return round(negative, q, quotient_residual(x.magnitude, y.magnitude, q), rc);
 }
 
 Result Oracle::sqrt(std::uint32_t a, const RoundingContext& rc) const {

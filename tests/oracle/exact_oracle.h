@@ -127,7 +127,17 @@ class Oracle {
   std::uint32_t default_nan_ = 0;
   long double min_normal_ = 0.0L;
   long double below_min_normal_ = 0.0L;  // p-bit predecessor of min_normal
-  std::vector<long double> table_;       // finite values + overflow point
+  // The value table: finite values in encoding order, then the overflow point.
+  std::vector<long double> table_;
+  // The finite values again as floats (exact: at most 17 significant bits in
+  // float's range), which keeps the hot search in cache.
+  std::vector<float> search_;
+  long double overflow_ = 0.0L;  // table_.back()
+  std::vector<long double> scale_;  // 2^(e - bias - m) per exponent field (e = 0 as e = 1)
+
+  long double entry(std::size_t i) const {
+    return i < search_.size() ? static_cast<long double>(search_[i]) : overflow_;
+  }
 };
 
 }  // namespace mpverify::oracle

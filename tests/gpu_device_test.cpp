@@ -1,0 +1,34 @@
+// The GPU side's probe. Without a device (or without CUDA) the tests skip
+// with the reason; they never pass silently.
+#include <gtest/gtest.h>
+
+#include "gpu/device.h"
+
+namespace {
+
+using namespace mpverify;
+
+TEST(DeviceGpu, ReasonIsEmptyExactlyWhenADeviceIsUsable) {
+  const std::string reason = gpu::gpu_unavailable_reason();
+  if (!gpu::built_with_cuda()) {
+    EXPECT_NE(reason.find("built without CUDA"), std::string::npos) << reason;
+    GTEST_SKIP() << reason;
+  }
+  if (!reason.empty()) {
+    EXPECT_THROW(gpu::describe_device(), std::runtime_error);
+    GTEST_SKIP() << reason;
+  }
+  const gpu::DeviceInfo info = gpu::describe_device();
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GE(info.compute_capability, 70);
+  EXPECT_GT(info.driver_version, 0);
+}
+
+TEST(DeviceGpu, LinkedLibrariesReportVersions) {
+  if (!gpu::built_with_cuda()) GTEST_SKIP() << gpu::gpu_unavailable_reason();
+  // cuBLAS and cuDNN answer without a device: this proves they are linked.
+  EXPECT_NE(gpu::linked_cublas_version(), "unknown");
+  EXPECT_EQ(gpu::linked_cudnn_version().substr(0, 2), "9.");
+}
+
+}  // namespace
