@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   add_formats_command(root, commands);
   add_round_command(root, commands);
+  add_eval_command(root, commands);
 
   try {
     root.parse(argc, argv);

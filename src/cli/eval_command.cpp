@@ -1,0 +1,135 @@
+// mpverify eval --op OP --format F [--rounding R] [--tininess after|before]
+//               [--seed S] [--check] [--exact-nan] [--json]
+// The emulator as a calculator that speaks TestFloat's line format (see
+// io/testfloat_cases.h): cases on stdin, one per line.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+#include <nlohmann/json.hpp>
+
+#include "formats/philox.h"
+#include "io/testfloat_cases.h"
+
+namespace mpverify::cli {
+
+void add_eval_command(CLI::App& root, std::vector<Command>& commands) {
+  struct Options {
+    std::string op, format, rounding = "rne", tininess = "after";
+    std::uint64_t seed = 0;
+    int random_bits = 32;
+    bool check = false, exact_nan = false, json = false;
+  };
+  auto o = std::make_shared<Options>();
+  auto* app = root.add_subcommand(
+      "eval",
+      "Evaluate operations case by case in TestFloat's line format, reading standard input.\n"
+      "Each line: the operands in hex (format bits; float32/float64 bits for from-f32/from-f64),\n"
+      "optionally followed by an expected result and flags. Output: the operands, our result and\n"
+      "our flags (inexact 1, underflow 2, overflow 4, infinite 8, invalid 16), one line per case.\n"
+      "With --check, report the cases that differ from the expected fields, then 'N passed, M failed'\n"
+      "(exit 1 if any failed). Example:\n"
+      "  testfloat_gen -rnear_even f16_mulAdd | mpverify eval --op fma --format fp16 --check");
+  app->add_option("--op", o->op,
+                  "add, sub, mul, div, sqrt, fma, from-f32, from-f64, to-f32, to-f64, from-FORMAT (e.g. from-bf16)")
+      ->required();
+  app->add_option("--format", o->format, "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, ... or eXmY")->required();
+  app->add_option("--rounding", o->rounding, "rne, rtz, up, down, rna, odd, stochastic")->capture_default_str();
+  app->add_option("--tininess", o->tininess, "after (x86, default) or before rounding")
+      ->check(CLI::IsMember({"after", "before"}))
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "Stochastic rounding: case k (from 0) uses draw (seed, 0, k)")
+      ->capture_default_str();
+  app->add_option("--random-bits", o->random_bits, "Random bits per stochastic rounding (1..32)")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  app->add_flag("--check", o->check, "Compare with the expected result and flags on each line");
+  app->add_flag("--exact-nan", o->exact_nan, "With --check: NaN results must match bit for bit");
+  app->add_flag("--json", o->json, "Print a JSON object instead of lines");
+
+  commands.push_back({app, [o] {
+    const formats::Format format = formats::parse_format(o->format);
+    const auto mode = formats::parse_rounding(o->rounding);
+    if (!mode) throw UsageError("--rounding '" + o->rounding + "': expected rne, rtz, up, down, rna, odd or stochastic");
+    io::Operation op;
+    try {
+      op = io::parse_operation(o->op, format);
+    } catch (const io::CaseError& e) {
+      throw UsageError(e.what());
+    }
+
+    // Parse every line first, so that a malformed line stops the run before
+    // any output is written.
+    std::vector<std::pair<int, io::Case>> cases;
+    std::string line;
+    for (int n = 1; std::getline(std::cin, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      try {
+        cases.emplace_back(n, io::parse_case(line, op, o->check));
+      } catch (const io::CaseError& e) {
+        throw UsageError("line " + std::to_string(n) + ": " + e.what());
+      }
+    }
+
+    formats::RoundingContext rc{*mode,
+                                o->tininess == "after" ? formats::Tininess::after_rounding
+                                                       : formats::Tininess::before_rounding,
+                                o->random_bits, 0};
+    std::size_t passed = 0, failed = 0;
+    nlohmann::json json_cases = nlohmann::json::array();
+    std::string text;
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const auto& [line_number, c] = cases[k];
+      rc.random = formats::stochastic_draw(o->seed, 0, k);
+      const io::Outcome ours = io::evaluate(op, c, rc);
+      std::string operands;
+      for (auto v : c.operands) operands += io::hex_field(v, op.operand_bits()) + " ";
+      const std::string result = io::hex_field(ours.result, op.result_bits());
+      const std::string flags = io::hex_field(ours.flags.bits, 8);
+      bool ok = true;
+      if (o->check) {
+        ok = io::matches(op, ours, *c.expected_result, *c.expected_flags, o->exact_nan);
+        (ok ? passed : failed) += 1;
+      }
+      if (o->json) {
+        nlohmann::json j = {{"line", line_number},
+                            {"operands", nlohmann::json::array()},
+                            {"result", result},
+                            {"flags", ours.flags.bits},
+                            {"flag_names", formats::flag_names(ours.flags)}};
+        for (auto v : c.operands) j["operands"].push_back(io::hex_field(v, op.operand_bits()));
+        if (o->check) {
+          j["expected_result"] = io::hex_field(*c.expected_result, op.result_bits());
+          j["expected_flags"] = *c.expected_flags;
+          j["pass"] = ok;
+        }
+        json_cases.push_back(std::move(j));
+      } else if (!o->check) {
+        text += operands + result + " " + flags + "\n";
+      } else if (!ok) {
+        text += "line " + std::to_string(line_number) + ": " + operands + "-> ours " + result + " " + flags +
+                ", expected " + io::hex_field(*c.expected_result, op.result_bits()) + " " +
+                io::hex_field(*c.expected_flags, 8) + "\n";
+      }
+    }
+    if (o->json) {
+      nlohmann::json out = {{"op", o->op},
+                            {"format", format.name},
+                            {"rounding", std::string(formats::to_string(*mode))},
+                            {"tininess", o->tininess},
+                            {"cases", std::move(json_cases)}};
+      if (o->check) {
+        out["passed"] = passed;
+        out["failed"] = failed;
+      }
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << text;
+      if (o->check) std::cout << passed << " passed, " << failed << " failed\n";
+    }
+    return failed == 0 ? 0 : 1;
+  }});
+}
+
+}  // namespace mpverify::cli
