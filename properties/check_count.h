@@ -9,10 +9,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <string>
 
@@ -30,11 +30,9 @@ struct CheckCount {
 
 namespace detail {
 
-
 inline std::string current_test_name() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return info == nullptr ? std::string("<outside a test>")
-                         : std::string(info->test_suite_name()) + "." + info->name();
+  return info == nullptr ? std::string("<outside a test>") : std::string(info->test_suite_name()) + "." + info->name();
 }
 
 inline std::map<std::string, CheckCount>& check_counts() {
@@ -62,10 +60,12 @@ class CheckCountEnvironment : public ::testing::Environment {
         const auto it = check_counts().find(name);
         if (it == check_counts().end() || !it->second.declared) {
           ADD_FAILURE() << name << " ran without declaring its minimum number of checks (expect_checks)";
-        } else if (it->second.made < it->second.minimum) {
-          ADD_FAILURE() << name << " made " << it->second.made << " checks, fewer than its minimum "
-                        << it->second.minimum;
+          continue;
         }
+        const CheckCount& c = it->second;
+        std::cout << name << ": " << c.made << " checks (minimum " << c.minimum << ")\n";
+        if (c.made < c.minimum)
+          ADD_FAILURE() << name << " made " << c.made << " checks, fewer than its minimum " << c.minimum;
       }
     }
   }

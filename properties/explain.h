@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <ios>
+#include <ostream>
 #include <sstream>
 #include <string>
 
@@ -16,8 +17,8 @@
 
 // RC_ASSERT with an explanation that is built only when the check fails: the
 // inner loops make millions of checks, and formatting each would dominate.
-#define PROP_ASSERT(condition, ...)                                                            \
-  do {                                                                                         \
+#define PROP_ASSERT(condition, ...)                                                                             \
+  do {                                                                                                          \
     if (!(condition)) RC_FAIL(std::string(#condition) + "\n  " + ::mpverify::properties::explain(__VA_ARGS__)); \
   } while (false)
 

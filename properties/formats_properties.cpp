@@ -2,7 +2,6 @@
 // for any correct implementation, so they test the emulator without a second
 // implementation to compare against.
 #include <gtest/gtest.h>
-
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
@@ -24,12 +23,12 @@ namespace {
 
 namespace fm = mpverify::formats;
 namespace gen = mpverify::properties::gen;
-using mpverify::properties::Bits;
-using mpverify::properties::expect_checks;
-using mpverify::properties::Exact;
 using fm::Flags;
 using fm::Format;
 using fm::Rounding;
+using mpverify::properties::Bits;
+using mpverify::properties::Exact;
+using mpverify::properties::expect_checks;
 
 // Inputs per RapidCheck case: the per-case overhead is small next to a
 // rounding, so a batch makes the 100 default cases worth more.
@@ -51,7 +50,7 @@ std::int64_t ordinal(const Format& f, std::uint32_t bits) {
   return fm::sign_bit(f, bits) ? -magnitude : magnitude;
 }
 
-std::uint32_t round(const Format& f, double x, const fm::RoundingContext& rc, Flags& flags) {
+std::uint32_t round_to(const Format& f, double x, const fm::RoundingContext& rc, Flags& flags) {
   return fm::from_double(f, x, rc, flags);
 }
 
@@ -75,18 +74,17 @@ RC_GTEST_PROP(RoundingProperties, Monotonic, ()) {
     for (Rounding mode : gen::every_rounding()) {
       const auto rc = gen::context(mode, draw);
       Flags fx, fy;
-      const std::uint32_t rx = round(f, x, rc, fx);
-      const std::uint32_t ry = round(f, y, rc, fy);
+      const std::uint32_t rx = round_to(f, x, rc, fx);
+      const std::uint32_t ry = round_to(f, y, rc, fy);
       const bool nan_x = fm::is_nan(f, rx), nan_y = fm::is_nan(f, ry);
       if (nan_x || nan_y) {
-        PROP_ASSERT(f.overflow == fm::Overflow::nan &&
-                        (!nan_x || std::fabs(x) > f.max_finite()) && (!nan_y || std::fabs(y) > f.max_finite()),
+        PROP_ASSERT(f.overflow == fm::Overflow::nan && (!nan_x || std::fabs(x) > f.max_finite()) &&
+                        (!nan_y || std::fabs(y) > f.max_finite()),
                     f, " ", mode, " x=", Exact{x}, " -> ", Bits{f, rx}, " y=", Exact{y}, " -> ", Bits{f, ry});
         continue;
       }
-      PROP_ASSERT(value(f, rx) <= value(f, ry), f, " ", mode, " draw ", draw, ": x=", Exact{x}, " -> ",
-                  Bits{f, rx}, " = ", Exact{value(f, rx)}, " but y=", Exact{y}, " -> ", Bits{f, ry}, " = ",
-                  Exact{value(f, ry)});
+      PROP_ASSERT(value(f, rx) <= value(f, ry), f, " ", mode, " draw ", draw, ": x=", Exact{x}, " -> ", Bits{f, rx},
+                  " = ", Exact{value(f, rx)}, " but y=", Exact{y}, " -> ", Bits{f, ry}, " = ", Exact{value(f, ry)});
       checks.count();
     }
   }
@@ -105,11 +103,11 @@ RC_GTEST_PROP(RoundingProperties, Idempotent, ()) {
     const std::uint32_t second_draw = *gen::draw();
     for (Rounding mode : gen::every_rounding()) {
       Flags first_flags, again_flags;
-      const std::uint32_t once = round(f, x, gen::context(mode, first_draw), first_flags);
+      const std::uint32_t once = round_to(f, x, gen::context(mode, first_draw), first_flags);
       const double v = value(f, once);
-      const std::uint32_t again = round(f, v, gen::context(mode, second_draw), again_flags);
-      PROP_ASSERT(again == once && again_flags == Flags{}, f, " ", mode, ": x=", Exact{x}, " -> ", Bits{f, once},
-                  " = ", Exact{v}, ", rounded again -> ", Bits{f, again}, " flags ", again_flags);
+      const std::uint32_t again = round_to(f, v, gen::context(mode, second_draw), again_flags);
+      PROP_ASSERT(again == once && again_flags == Flags{}, f, " ", mode, ": x=", Exact{x}, " -> ", Bits{f, once}, " = ",
+                  Exact{v}, ", rounded again -> ", Bits{f, again}, " flags ", again_flags);
       checks.count();
     }
   }
@@ -130,8 +128,8 @@ RC_GTEST_PROP(RoundingProperties, DownAndUpBracketWithNeighbours, ()) {
   for (std::size_t i = 0; i < kBatch; ++i) {
     const double x = *gen::finite_double(f);
     Flags down_flags, up_flags;
-    const std::uint32_t rd = round(f, x, gen::context(Rounding::down), down_flags);
-    const std::uint32_t ru = round(f, x, gen::context(Rounding::up), up_flags);
+    const std::uint32_t rd = round_to(f, x, gen::context(Rounding::down), down_flags);
+    const std::uint32_t ru = round_to(f, x, gen::context(Rounding::up), up_flags);
     const auto where = [&] {
       return mpverify::properties::explain(f, ": x=", Exact{x}, " RD -> ", Bits{f, rd}, " ", down_flags, " RU -> ",
                                            Bits{f, ru}, " ", up_flags);
@@ -215,6 +213,60 @@ TEST(RoundingExhaustive, EveryPresetPatternUnchanged) {
   }
 }
 
+// --- 4b. flags follow their definitions ---------------------------------------------
+
+// x rounded to f's precision with an unbounded exponent range: rounding is
+// scale-invariant, so scale x near 1, round it in the e8 format with f's
+// fraction bits (where nothing near 1 is tiny or overflows), scale back.
+double round_unbounded(const Format& f, double x, const fm::RoundingContext& rc) {
+  if (x == 0) return x;
+  static std::vector<Format> wide;
+  if (wide.empty())
+    for (int m = 1; m <= 23; ++m) wide.push_back(fm::custom_format(8, m));
+  const Format& w = wide[static_cast<std::size_t>(f.mantissa_bits - 1)];
+  const int scale = std::ilogb(x);
+  Flags ignored;
+  return std::ldexp(fm::to_double(w, fm::from_double(w, std::ldexp(x, -scale), rc, ignored)), scale);
+}
+
+// IEEE 754 7.4-7.6, for a finite x: inexact when the result differs from x;
+// overflow when x rounded with an unbounded exponent exceeds the largest
+// finite value; underflow when inexact and tiny, tiny meaning 0 < |x| <
+// 2^emin before rounding, or 0 < |x rounded with an unbounded exponent| <
+// 2^emin after rounding. Nothing else is raised.
+RC_GTEST_PROP(RoundingProperties, FlagsFollowDefinitions, ()) {
+  auto& checks = expect_checks(100 * kBatch * 7);
+  const Format f = *gen::format();
+  const auto tininess =
+      *rc::gen::elementOf(std::vector<fm::Tininess>{fm::Tininess::after_rounding, fm::Tininess::before_rounding});
+  int underflows = 0;
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    const double x = *gen::finite_double(f);
+    const std::uint32_t draw = *gen::draw();
+    for (Rounding mode : gen::every_rounding()) {
+      fm::RoundingContext rc = gen::context(mode, draw);
+      rc.tininess = tininess;
+      Flags flags;
+      const std::uint32_t r = round_to(f, x, rc, flags);
+      const double unbounded = round_unbounded(f, x, rc);
+      const bool inexact = !(value(f, r) == x);
+      const double tiny_measure = tininess == fm::Tininess::before_rounding ? x : unbounded;
+      const bool tiny = tiny_measure != 0 && std::fabs(tiny_measure) < f.min_normal();
+      Flags expected;
+      if (inexact) expected.raise(Flags::inexact);
+      if (inexact && tiny) expected.raise(Flags::underflow);
+      if (std::fabs(unbounded) > f.max_finite()) expected.raise(Flags::overflow);
+      PROP_ASSERT(flags == expected, f, " ", mode, " draw ", draw,
+                  tininess == fm::Tininess::before_rounding ? " tininess before" : " tininess after", ": x=", Exact{x},
+                  " -> ", Bits{f, r}, " = ", Exact{value(f, r)}, " flags ", flags, ", expected ", expected,
+                  " (unbounded rounding ", Exact{unbounded}, ")");
+      underflows += expected.has(Flags::underflow);
+      checks.count();
+    }
+  }
+  RC_CLASSIFY(underflows > 0, "some underflow");
+}
+
 // --- 5. sign symmetry -----------------------------------------------------------
 
 // The symmetric modes (and stochastic rounding with the same draw, which
@@ -225,12 +277,12 @@ RC_GTEST_PROP(RoundingProperties, SignSymmetric, ()) {
   for (std::size_t i = 0; i < kBatch; ++i) {
     const double x = *gen::finite_double(f);
     const std::uint32_t draw = *gen::draw();
-    for (Rounding mode : {Rounding::nearest_even, Rounding::toward_zero, Rounding::nearest_away, Rounding::odd,
-                          Rounding::stochastic}) {
+    for (Rounding mode :
+         {Rounding::nearest_even, Rounding::toward_zero, Rounding::nearest_away, Rounding::odd, Rounding::stochastic}) {
       const auto rc = gen::context(mode, draw);
       Flags positive_flags, negative_flags;
-      const std::uint32_t r = round(f, x, rc, positive_flags);
-      const std::uint32_t r_neg = round(f, -x, rc, negative_flags);
+      const std::uint32_t r = round_to(f, x, rc, positive_flags);
+      const std::uint32_t r_neg = round_to(f, -x, rc, negative_flags);
       PROP_ASSERT(r_neg == flip_sign(f, r) && negative_flags == positive_flags, f, " ", mode, " draw ", draw,
                   ": x=", Exact{x}, " -> ", Bits{f, r}, " ", positive_flags, ", -x -> ", Bits{f, r_neg}, " ",
                   negative_flags);
@@ -238,8 +290,8 @@ RC_GTEST_PROP(RoundingProperties, SignSymmetric, ()) {
     }
     for (auto [mode, mirror] : {std::pair{Rounding::up, Rounding::down}, std::pair{Rounding::down, Rounding::up}}) {
       Flags flags, mirror_flags;
-      const std::uint32_t r_neg = round(f, -x, gen::context(mode), flags);
-      const std::uint32_t r = round(f, x, gen::context(mirror), mirror_flags);
+      const std::uint32_t r_neg = round_to(f, -x, gen::context(mode), flags);
+      const std::uint32_t r = round_to(f, x, gen::context(mirror), mirror_flags);
       PROP_ASSERT(r_neg == flip_sign(f, r) && flags == mirror_flags, f, ": ", mode, "(-x) -> ", Bits{f, r_neg}, " ",
                   flags, " but ", mirror, "(x) -> ", Bits{f, r}, " ", mirror_flags, ", x=", Exact{x});
       checks.count();
@@ -281,9 +333,8 @@ RC_GTEST_PROP(ArithmeticProperties, SterbenzSubtractionExact, ()) {
       Flags flags;
       const std::uint32_t d = fm::sub(f, a, bb, gen::context(mode, draw), flags);
       const auto where = [&] {
-        return mpverify::properties::explain(f, " ", mode, ": ", Bits{f, a}, " - ", Bits{f, bb}, " = ",
-                                             Exact{exact}, " but got ", Bits{f, d}, " = ", Exact{value(f, d)}, " ",
-                                             flags);
+        return mpverify::properties::explain(f, " ", mode, ": ", Bits{f, a}, " - ", Bits{f, bb}, " = ", Exact{exact},
+                                             " but got ", Bits{f, d}, " = ", Exact{value(f, d)}, " ", flags);
       };
       PROP_ASSERT(flags == Flags{} && value(f, d) == exact, where());
       if (exact == 0) {
@@ -365,9 +416,9 @@ RC_GTEST_PROP(ArithmeticProperties, FmaWithZeroIsMulAndCommutative, ()) {
         Flags fma_flags;
         const std::uint32_t fused = fm::fma(f, a, b, zero, rc, fma_flags);
         const bool same = fused == product || (zero_product && fm::is_zero(f, fused) && fm::is_zero(f, product));
-        PROP_ASSERT(same && fma_flags == mul_flags, f, " ", mode, " draw ", draw, ": a=", Bits{f, a}, " b=",
-                    Bits{f, b}, " mul -> ", Bits{f, product}, " ", mul_flags, " fma(a, b, ", Bits{f, zero}, ") -> ",
-                    Bits{f, fused}, " ", fma_flags);
+        PROP_ASSERT(same && fma_flags == mul_flags, f, " ", mode, " draw ", draw, ": a=", Bits{f, a}, " b=", Bits{f, b},
+                    " mul -> ", Bits{f, product}, " ", mul_flags, " fma(a, b, ", Bits{f, zero}, ") -> ", Bits{f, fused},
+                    " ", fma_flags);
         checks.count();
       }
       const auto commutes = [&](auto op, const char* name) {

@@ -24,13 +24,13 @@ namespace mpverify::properties::gen {
 
 namespace fm = mpverify::formats;
 
-// An integer in [lo, hi], drawn at full size. RapidCheck scales integer ranges
-// with a case's size, which starts at 0, so without this the early cases of
-// every property would all draw `lo`.
+// An integer in [lo, hi] (a range that fits int64), drawn at full size.
+// RapidCheck scales integer ranges with a case's size, which starts at 0, so
+// without this the early cases of every property would all draw `lo`.
 template <typename T>
 rc::Gen<T> uniform(T lo, T hi) {
   return rc::gen::map(rc::gen::resize(100, rc::gen::inRange<std::int64_t>(static_cast<std::int64_t>(lo),
-                                                                            static_cast<std::int64_t>(hi) + 1)),
+                                                                          static_cast<std::int64_t>(hi) + 1)),
                       [](std::int64_t v) { return static_cast<T>(v); });
 }
 
@@ -71,8 +71,17 @@ inline std::vector<std::uint32_t> edge_magnitudes(const fm::Format& f) {
   const std::uint32_t m = static_cast<std::uint32_t>(f.mantissa_bits);
   const std::uint32_t min_normal = 1u << m;
   const std::uint32_t one = static_cast<std::uint32_t>(f.bias) << m;
-  std::vector<std::uint32_t> edges = {0,   1,        2,           f.mantissa_mask(), min_normal, min_normal | 1,
-                                      one, one | 1,  one - 1,     f.max_finite_bits(), f.max_finite_bits() - 1,
+  std::vector<std::uint32_t> edges = {0,
+                                      1,
+                                      2,
+                                      f.mantissa_mask(),
+                                      min_normal,
+                                      min_normal | 1,
+                                      one,
+                                      one | 1,
+                                      one - 1,
+                                      f.max_finite_bits(),
+                                      f.max_finite_bits() - 1,
                                       f.max_finite_bits() & ~f.mantissa_mask()};
   switch (f.encoding) {
     case fm::Encoding::ieee: {
@@ -93,7 +102,8 @@ inline rc::Gen<std::uint32_t> bits(const fm::Format& f) {
   const std::uint32_t top = top_exponent_field(f);
   const std::uint32_t m = static_cast<std::uint32_t>(f.mantissa_bits);
   auto near_power_of_two = rc::gen::apply(
-      [m](std::uint32_t field, std::uint32_t fraction) { return (field << m) | fraction; }, uniform<std::uint32_t>(1, top),
+      [m](std::uint32_t field, std::uint32_t fraction) { return (field << m) | fraction; },
+      uniform<std::uint32_t>(1, top),
       rc::gen::elementOf(std::vector<std::uint32_t>{0, 1, mask, mask > 1 ? mask - 1 : 0, 1u << (m - 1)}));
   auto magnitude = rc::gen::weightedOneOf<std::uint32_t>({
       {3, rc::gen::elementOf(edge_magnitudes(f))},
@@ -112,9 +122,9 @@ inline rc::Gen<std::uint32_t> finite_bits(const fm::Format& f) {
 
 // --- values -------------------------------------------------------------------
 
-// The distance from finite |value(bits)| to the next larger magnitude of the
-// format: its binade's quantum (also above the largest finite value, where it
-// places the overflow threshold of the nearest modes half a quantum up).
+// The quantum of the binade of a finite value v of f: the distance from |v|
+// to the next larger magnitude. Also defined at the largest finite value,
+// where it puts the overflow threshold of the nearest modes half a quantum up.
 inline double quantum_above(const fm::Format& f, double value) {
   const double magnitude = std::fabs(value);
   int exponent = f.emin();
@@ -136,16 +146,26 @@ inline rc::Gen<double> finite_double(const fm::Format& f) {
     const double half = quantum_above(f, v) / 2;
     return std::signbit(v) ? v - half : v + half;
   });
-  auto nudged_tie = rc::gen::apply(
-      [](double t, bool up) { return std::nextafter(t, up ? HUGE_VAL : -HUGE_VAL); }, tie, coin());
-  auto nudged_value = rc::gen::apply(
-      [](double v, bool up) { return std::nextafter(v, up ? HUGE_VAL : -HUGE_VAL); }, representable, coin());
+  auto nudged_tie =
+      rc::gen::apply([](double t, bool up) { return std::nextafter(t, up ? HUGE_VAL : -HUGE_VAL); }, tie, coin());
+  auto nudged_value = rc::gen::apply([](double v, bool up) { return std::nextafter(v, up ? HUGE_VAL : -HUGE_VAL); },
+                                     representable, coin());
   auto random_significand = rc::gen::apply(
       [](int exponent, std::uint64_t fraction, bool negative) {
         const double v = std::ldexp(1.0 + std::ldexp(static_cast<double>(fraction), -52), exponent);
         return negative ? -v : v;
       },
       uniform(low, high), uniform<std::uint64_t>(0, (std::uint64_t{1} << 52) - 1), coin());
+  // Just below the smallest normal, on the grid of p-bit values with an
+  // unbounded exponent and its midpoints: where tininess after rounding
+  // differs from tininess before rounding.
+  auto below_min_normal = rc::gen::apply(
+      [f](int k, int nudge, bool negative) {
+        double v = f.min_normal() - k * std::ldexp(f.min_normal(), -f.mantissa_bits - 2);
+        if (nudge != 0) v = std::nextafter(v, nudge > 0 ? HUGE_VAL : 0.0);
+        return negative ? -v : v;
+      },
+      uniform(1, 4), uniform(-1, 1), coin());
   auto far = rc::gen::elementOf(std::vector<double>{0.0, -0.0, 0x1p-1000, -0x1p-1000, 1e300, -1e300,
                                                     std::numeric_limits<double>::denorm_min(),
                                                     std::numeric_limits<double>::max()});
@@ -155,6 +175,7 @@ inline rc::Gen<double> finite_double(const fm::Format& f) {
       {2, nudged_tie},
       {1, nudged_value},
       {4, random_significand},
+      {1, below_min_normal},
       {1, far},
   });
 }
@@ -166,8 +187,8 @@ inline rc::Gen<double> near(double x) {
     for (int i = 0; i < std::abs(k); ++i) y = std::nextafter(y, k > 0 ? HUGE_VAL : -HUGE_VAL);
     return y;
   });
-  auto relative = rc::gen::apply([x](int j, bool up) { return x + (up ? 1 : -1) * std::ldexp(x, -j); },
-                                 uniform(1, 14), coin());
+  auto relative =
+      rc::gen::apply([x](int j, bool up) { return x + (up ? 1 : -1) * std::ldexp(x, -j); }, uniform(1, 14), coin());
   return rc::gen::oneOf(ulps, relative);
 }
 
@@ -185,11 +206,11 @@ inline float to_float_or_infinity(double x) {
 // NaNs with payloads, float subnormals and extremes.
 inline rc::Gen<float> float_value(const fm::Format& f) {
   auto from_bits = [](std::uint32_t b) { return std::bit_cast<float>(b); };
-  auto specials = rc::gen::map(rc::gen::elementOf(std::vector<std::uint32_t>{
-                                   0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u,
-                                   0x7f800001u, 0xff812345u, 0x7fd23456u, 0x00000001u, 0x807fffffu, 0x00800000u,
-                                   0x7f7fffffu, 0xff7fffffu}),
-                               from_bits);
+  auto specials =
+      rc::gen::map(rc::gen::elementOf(std::vector<std::uint32_t>{
+                       0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u,
+                       0xff812345u, 0x7fd23456u, 0x00000001u, 0x807fffffu, 0x00800000u, 0x7f7fffffu, 0xff7fffffu}),
+                   from_bits);
   return rc::gen::weightedOneOf<float>({
       {1, specials},
       {6, rc::gen::map(finite_double(f), to_float_or_infinity)},
@@ -203,17 +224,10 @@ inline const std::vector<fm::Rounding>& every_rounding() {
   return all;
 }
 
-inline const std::vector<fm::Rounding>& deterministic_roundings() {
-  static const std::vector<fm::Rounding> all = {fm::Rounding::nearest_even, fm::Rounding::toward_zero,
-                                                fm::Rounding::up,           fm::Rounding::down,
-                                                fm::Rounding::nearest_away, fm::Rounding::odd};
-  return all;
-}
-
 inline rc::Gen<fm::Rounding> rounding() { return rc::gen::elementOf(every_rounding()); }
 
-// A 32-bit stochastic draw, with the extremes (never / always round up a
-// non-zero fraction) weighted in.
+// A 32-bit stochastic draw, with the extremes weighted in (with 32 random
+// bits, 0 never rounds a fraction up and 0xffffffff rounds up any non-zero one).
 inline rc::Gen<std::uint32_t> draw() {
   return rc::gen::weightedOneOf<std::uint32_t>({
       {1, rc::gen::elementOf(std::vector<std::uint32_t>{0, 1, 0x80000000u, 0xffffffffu})},

@@ -2,7 +2,6 @@
 // reproducible from its seed, chunkable by index; and the Philox generator
 // behind it against Random123's known answers.
 #include <gtest/gtest.h>
-
 #include <rapidcheck/gtest.h>
 
 #include <array>
@@ -31,15 +30,9 @@ using fm::Flags;
 using fm::Format;
 using fm::Rounding;
 using mpverify::properties::Bits;
-using mpverify::properties::expect_checks;
 using mpverify::properties::Exact;
+using mpverify::properties::expect_checks;
 using mpverify::properties::explain;
-
-const Format& preset(const char* name) {
-  for (const Format& f : fm::presets())
-    if (f.name == name) return f;
-  throw std::invalid_argument(name);
-}
 
 // --- exact binomial test -------------------------------------------------------------
 
@@ -74,7 +67,7 @@ long double binomial_two_sided_p_value(int n, int k, long double p) {
 // by construction: fraction = numerator / 2^32.
 struct UnbiasedCase {
   const char* what;
-  const Format& format;
+  Format format;
   double base;
   double quantum;
   std::uint64_t numerator;  // of the fraction, over 2^32
@@ -94,9 +87,9 @@ struct UnbiasedCase {
 };
 
 std::vector<UnbiasedCase> unbiased_cases() {
-  const Format& fp16 = preset("fp16");
-  const Format& bf16 = preset("bf16");
-  const Format& e4m3 = preset("fp8-e4m3");
+  const Format fp16 = fm::parse_format("fp16");
+  const Format bf16 = fm::parse_format("bf16");
+  const Format e4m3 = fm::parse_format("fp8-e4m3");
   constexpr std::uint64_t half = 1ull << 31, quarter = 1ull << 30, three_eighths = 3ull << 29;
   constexpr std::uint64_t third = 0x55555555ull;  // 1/3 truncated to 32 bits
   return {
@@ -108,8 +101,7 @@ std::vector<UnbiasedCase> unbiased_cases() {
       {"fp16 1 + (1 - 2^-32) q", fp16, 1.0, 0x1p-10, 0xffffffffull, 32, false},
       {"fp16 subnormal 5 + 3/8 units", fp16, 5 * 0x1p-24, 0x1p-24, three_eighths, 32, false},
       {"fp16 below the smallest subnormal, negative", fp16, 0.0, 0x1p-24, quarter, 32, true},
-      {"fp16 4 random bits: 3/8 + 2^-10 truncates to 6/16", fp16, 1.0, 0x1p-10, three_eighths + (1ull << 22), 4,
-       false},
+      {"fp16 4 random bits: 3/8 + 2^-10 truncates to 6/16", fp16, 1.0, 0x1p-10, three_eighths + (1ull << 22), 4, false},
       {"fp16 1 random bit: 3/4 truncates to 1/2", fp16, 2.0, 0x1p-9, 3ull << 30, 1, true},
       {"fp16 4 random bits: 2^-6 truncates to 0", fp16, 1.0, 0x1p-10, 1ull << 26, 4, false},
       {"bf16 -(3 + q/3)", bf16, 3.0, 0x1p-6, third, 32, true},
@@ -192,12 +184,15 @@ TEST(StochasticRounding, BinomialTestRejectsABiasedCount) {
 std::vector<float> coin_toss_values(const Format& f, std::size_t n) {
   std::vector<float> values;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t base = *rc::gen::suchThat(gen::finite_bits(f), [&f](std::uint32_t b) {
-      return (b & ~f.sign_mask()) < f.max_finite_bits() && (f.encoding != fm::Encoding::fnuz || b != f.sign_mask());
-    });
-    const int eighths_of_a_quarter = *gen::uniform(0, 63);  // fraction (128 + j) / 256
+    // Below the largest finite magnitude, so that both neighbours are finite
+    // and distinct.
+    const std::uint32_t base = *rc::gen::suchThat(
+        gen::finite_bits(f), [&f](std::uint32_t b) { return (b & ~f.sign_mask()) < f.max_finite_bits(); });
+    const int j = *gen::uniform(0, 63);
     const double v = fm::to_double(f, base);
-    const double step = gen::quantum_above(f, v) * (128 + eighths_of_a_quarter) / 256;  // exact: 8 bits
+    // Exact, and exact as a float: at most 11 + 8 significant bits, and no
+    // finer than 2^-144 (the smallest quantum of these formats is 2^-136).
+    const double step = gen::quantum_above(f, v) * (128 + j) / 256;
     values.push_back(static_cast<float>(std::signbit(v) ? v - step : v + step));
   }
   return values;
@@ -244,8 +239,8 @@ RC_GTEST_PROP(StochasticProperties, ReplaysFromSeed, ()) {
     Flags ignored;
     const float expected = fm::to_float(f, bits, ignored);
     PROP_ASSERT(once[i] == std::bit_cast<std::uint32_t>(expected), f, " element ", i, " ", Exact{in[i]},
-                ": quantize gives ", Exact{std::bit_cast<float>(once[i])}, ", draw (seed, stream, first_index + i) gives ",
-                Bits{f, bits});
+                ": quantize gives ", Exact{std::bit_cast<float>(once[i])},
+                ", draw (seed, stream, first_index + i) gives ", Bits{f, bits});
   }
   checks.count();
 
@@ -293,9 +288,9 @@ TEST(Philox, Random123KnownAnswers) {
   auto& checks = expect_checks(std::size(vectors));
   for (const Vector& v : vectors) {
     const auto got = fm::philox4x32_10(v.counter, v.key);
-    EXPECT_EQ(got, v.expected) << std::hex << "counter " << v.counter[0] << " " << v.counter[1] << " "
-                               << v.counter[2] << " " << v.counter[3] << " key " << v.key[0] << " " << v.key[1]
-                               << ": got " << got[0] << " " << got[1] << " " << got[2] << " " << got[3];
+    EXPECT_EQ(got, v.expected) << std::hex << "counter " << v.counter[0] << " " << v.counter[1] << " " << v.counter[2]
+                               << " " << v.counter[3] << " key " << v.key[0] << " " << v.key[1] << ": got " << got[0]
+                               << " " << got[1] << " " << got[2] << " " << got[3];
     checks.count();
   }
 }

@@ -25,11 +25,19 @@ void add_loop(std::span<const float> w, std::span<const float> u, std::span<floa
     std::uint32_t bits;
     if (std::isfinite(wi) && std::isfinite(ui)) {
       bits = sum_to_format(spec.format, wi, ui, rc, flags);
+    } else if (std::isnan(w[i]) || std::isnan(u[i])) {
+      // The first NaN operand propagates, quieted; a signalling NaN anywhere
+      // raises invalid (from_float on the float keeps its signalling bit).
+      const float first_nan = std::isnan(w[i]) ? w[i] : u[i];
+      const float other = std::isnan(w[i]) ? u[i] : w[i];
+      bits = from_float(spec.format, first_nan, rc, flags);
+      if (std::isnan(other)) from_float(spec.format, other, rc, flags);
+    } else if (std::isinf(wi) && std::isinf(ui) && std::signbit(wi) != std::signbit(ui)) {
+      flags.raise(Flags::invalid);  // inf - inf
+      bits = spec.format.default_nan_bits();
     } else {
-      // Infinities and NaNs: round each operand, then add in the format.
-      const std::uint32_t a = from_double(spec.format, wi, rc, flags);
-      const std::uint32_t b = from_double(spec.format, ui, rc, flags);
-      bits = add(spec.format, a, b, rc, flags);
+      // inf + finite is that infinity exactly: the finite addend is never rounded.
+      bits = from_double(spec.format, std::isinf(wi) ? wi : ui, rc, flags);
     }
     const float result = to_float(spec.format, bits, flags);
     out[i] = result;

@@ -24,7 +24,7 @@ struct Counters {
   std::uint64_t subnormal = 0;          // non-zero subnormal results
   std::uint64_t overflow = 0;           // IEEE overflow flag (to inf, NaN or saturated)
   std::uint64_t nan_created = 0;        // NaN results from non-NaN exact values
-  std::uint64_t addends_nonzero = 0;    // additions w + u with u != 0 (finite)
+  std::uint64_t addends_nonzero = 0;    // additions w + u with u != 0, both finite
   std::uint64_t swamped = 0;            // ... whose result equals w: a lost update
 
   Counters& operator+=(const Counters& other);
