@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,11 @@ struct FmaSweep {
   Rounding mode;
   Tininess tininess;
 };
+
+void PrintTo(const FmaSweep& s, std::ostream* os) {
+  *os << s.format << " " << mpverify::formats::to_string(s.mode)
+      << (s.tininess == Tininess::after_rounding ? " tininess=after" : " tininess=before");
+}
 
 class ExhaustiveFp8FmaSweep : public testing::TestWithParam<FmaSweep> {};
 

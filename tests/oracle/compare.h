@@ -94,6 +94,17 @@ inline std::string context_name(const formats::RoundingContext& rc) {
   return s;
 }
 
+// "AA BB CC": the operands of `op` in hex.
+inline std::string operand_list(Op op, int width_bits, std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  std::string s = hex_bits(a, width_bits);
+  const std::uint32_t more[] = {b, c};
+  for (int i = 1; i < arity(op); ++i) {
+    s.push_back(' ');
+    s.append(hex_bits(more[i - 1], width_bits));
+  }
+  return s;
+}
+
 // Counts comparisons and mismatches; keeps the first `keep` mismatch lines.
 // Thread-safe. Workers count their comparisons in a Tally::Counter (one per
 // thread, flushed when it goes out of scope) so that the threads do not
@@ -125,10 +136,7 @@ class Tally {
       const Result expected = truth(op, o, a, b, c, rc);
       const Result got = emulate(op, f, a, b, c, rc);
       if (expected == got) return true;
-      std::string operands = hex_bits(a, f.width());
-      if (arity(op) >= 2) operands += " " + hex_bits(b, f.width());
-      if (arity(op) >= 3) operands += " " + hex_bits(c, f.width());
-      t_.record(f, op_name(op), operands, rc, expected, got);
+      t_.record(f, op_name(op), operand_list(op, f.width(), a, b, c), rc, expected, got);
       return false;
     }
 
@@ -143,9 +151,13 @@ class Tally {
               const formats::RoundingContext& rc, const Result& expected, const Result& got) {
     const std::uint64_t n = mismatches_.fetch_add(1, std::memory_order_relaxed);
     if (n >= keep_) return;
-    std::string line = f.name + " " + what + " " + context_name(rc) + "  " + operands + "  expected " +
-                       hex_bits(expected.bits, f.width()) + " " + flag_letters(expected.flags) + "  got " +
-                       hex_bits(got.bits, f.width()) + " " + flag_letters(got.flags);
+    std::string line = f.name;
+    for (const std::string& part : {std::string(" "), std::string(what), std::string(" "), context_name(rc),
+                                    std::string("  "), operands, std::string("  expected "),
+                                    hex_bits(expected.bits, f.width()), std::string(" "),
+                                    flag_letters(expected.flags), std::string("  got "),
+                                    hex_bits(got.bits, f.width()), std::string(" "), flag_letters(got.flags)})
+      line.append(part);
     std::lock_guard<std::mutex> lock(mu_);
     lines_.push_back(std::move(line));
   }
@@ -184,7 +196,8 @@ void parallel_for(std::uint32_t n, Body body, unsigned threads = 2) {
   for (auto& th : pool) th.join();
 }
 
-// Knuth's MMIX LCG; `next32` returns the high half.
+// A 64-bit LCG (Knuth's MMIX constants) with an output mix, seeded fixedly
+// by each test so that runs are reproducible.
 struct Lcg {
   std::uint64_t state;
   explicit Lcg(std::uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {}
@@ -197,7 +210,8 @@ struct Lcg {
     return z;
   }
   std::uint32_t next32() { return static_cast<std::uint32_t>(next64() >> 32); }
-  std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>((next64() >> 32) % n); }
+  // Uniform in [0, n) by multiply-shift (bias below 2^-32 n; no division).
+  std::uint32_t below(std::uint32_t n) { return static_cast<std::uint32_t>(((next64() >> 32) * n) >> 32); }
 };
 
 }  // namespace mpverify::oracle::testing

@@ -6,12 +6,15 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 
-static_assert(sizeof(long double) >= 10, "the oracle needs x87 80-bit long double");
+static_assert(std::numeric_limits<long double>::digits == 64 &&
+                  std::numeric_limits<long double>::max_exponent == 16384,
+              "the oracle needs the x87 80-bit long double (64-bit significand)");
 
 namespace mpverify::oracle {
 
@@ -34,6 +37,16 @@ void two_sum(long double a, long double b, long double& s, long double& err) {
 }
 
 int sign_of(long double v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); }
+
+// floor(log2(v)) for a positive, finite, normal x87 long double: its biased
+// exponent field (bytes 8..9 of the 80-bit layout). Only used to narrow the
+// table search; the rounding decisions never depend on it.
+int binary_exponent(long double v) {
+  unsigned char bytes[sizeof(long double)];
+  std::memcpy(bytes, &v, sizeof v);
+  const int biased = (bytes[8] | (bytes[9] << 8)) & 0x7FFF;
+  return biased - 16383;
+}
 
 // The sign of a - q*b, exactly, for a, b > 0 of at most 17 significant bits
 // and q = a / b rounded to long double (64 bits). (fmal would do, but glibc's
@@ -90,6 +103,14 @@ Oracle::Oracle(const Format& f) : f_(f) {
       throw std::invalid_argument("oracle: a value of " + f.name + " is not exactly a float");
   }
   overflow_ = table_.back();
+  // bracket_[e - bracket_min_exponent_]: the first table index whose value is
+  // >= 2^e, for e from the smallest subnormal's exponent to one past the
+  // overflow point's.
+  bracket_min_exponent_ = binary_exponent(table_[1]);
+  const int bracket_max_exponent = binary_exponent(overflow_) + 1;
+  for (int e = bracket_min_exponent_; e <= bracket_max_exponent; ++e)
+    bracket_.push_back(static_cast<std::size_t>(
+        std::lower_bound(table_.begin(), table_.end(), std::ldexp(1.0L, e)) - table_.begin()));
   scale_.resize(exp_ones_ + 1);
   for (std::uint32_t e = 0; e <= exp_ones_; ++e)
     scale_[e] = std::ldexp(1.0L, static_cast<int>(e == 0 ? 1 : e) - f.bias - m_);
@@ -273,15 +294,24 @@ Result Oracle::round(bool negative, long double mag, int residual, const Roundin
   const std::size_t sentinel = table_.size() - 1;
   if (mag > overflow_ || (mag == overflow_ && residual >= 0))
     return overflow(negative, rc);
-  // k: the largest index with table_[k] <= mag. The search runs over the
-  // compact float copy of the table (same values, exactly), which keeps it in
-  // cache; comparisons are done in long double.
+  // k: the largest index with table_[k] <= mag, by binary search. To keep
+  // the search short and in cache it runs over the compact float copy of the
+  // table (the same values, exactly; comparisons in long double), within the
+  // entries of mag's binade [2^e, 2^(e+1)) as bracketed at construction.
   // (The overflow point, which may not be a float, is not in that copy.)
-  // The search is branch-free: search_[0] == 0 < mag.
   std::size_t k = sentinel;
   if (mag < overflow_) {
-    const float* base = search_.data();
-    for (std::size_t n = search_.size(); n > 1;) {
+    const int e = binary_exponent(mag);
+    std::size_t first = 0, last = search_.size();  // k in [first, last)
+    if (e < bracket_min_exponent_) {
+      last = 1;  // below the smallest subnormal: k = 0
+    } else {
+      const std::size_t b = static_cast<std::size_t>(e - bracket_min_exponent_);
+      first = bracket_[b] - 1;  // entries before bracket_[b] are < 2^e <= mag
+      last = std::min<std::size_t>(bracket_[b + 1], search_.size());
+    }
+    const float* base = search_.data() + first;
+    for (std::size_t n = last - first; n > 1;) {
       const std::size_t half = n / 2;
       base = static_cast<long double>(base[half]) <= mag ? base + half : base;
       n -= half;

@@ -134,6 +134,9 @@ class Oracle {
   std::vector<float> search_;
   long double overflow_ = 0.0L;  // table_.back()
   std::vector<long double> scale_;  // 2^(e - bias - m) per exponent field (e = 0 as e = 1)
+  // First table index with value >= 2^e, per binary exponent e (see round()).
+  std::vector<std::size_t> bracket_;
+  int bracket_min_exponent_ = 0;
 
   long double entry(std::size_t i) const {
     return i < search_.size() ? static_cast<long double>(search_[i]) : overflow_;
