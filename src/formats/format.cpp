@@ -103,13 +103,18 @@ const std::vector<Format>& presets() {
 
 Format parse_format(std::string_view text) {
   const std::string_view accepted =
-      "expected a preset (fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz, fp8-e5m2fnuz) or eXmY "
+      "expected a preset (fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz, fp8-e5m2fnuz, fp32) or eXmY "
       "(X = 2..8 exponent bits, Y = 1..23 fraction bits, e.g. e5m7), optionally followed by :saturate, "
       ":nan, :ieee or :ftz";
   const std::size_t colon = text.find(':');
   const std::string_view base = text.substr(0, colon);
   Format f;
   bool found = false;
+  if (base == "fp32") {  // IEEE binary32 itself, as an output format of policies
+    f = custom_format(8, 23);
+    f.name = "fp32";
+    found = true;
+  }
   for (const Format& p : presets()) {
     if (p.name == base) { f = p; found = true; }
   }

@@ -1,0 +1,117 @@
+// Properties of the emulated GEMM: exactness on integer inputs, the
+// tensor-core model's reduction to fp32 accumulation, and the size of the
+// effect of summation order.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "check_count.h"
+#include "emu/gemm_emu.h"
+#include "emu/quantize.h"
+#include "refs/gemm_ref.h"
+
+namespace {
+
+using namespace mpverify;
+using emu::Accumulation;
+using mpverify::properties::expect_checks;
+using refs::GemmShape;
+
+rc::Gen<GemmShape> small_shape(int max_k) {
+  return rc::gen::apply([](int m, int n, int k, bool ta, bool tb) { return GemmShape{m, n, k, ta, tb}; },
+                        rc::gen::inRange(1, 9), rc::gen::inRange(1, 9), rc::gen::inRange(1, max_k + 1),
+                        rc::gen::arbitrary<bool>(), rc::gen::arbitrary<bool>());
+}
+
+// fp16 values over a wide exponent range (2^-12..2^12 times [-4, 4]), so that
+// products in one dot product differ by many binades.
+std::vector<float> fp16_normals(std::size_t n) {
+  auto values = *rc::gen::container<std::vector<double>>(
+      n, rc::gen::apply([](int v, int e) { return std::ldexp(v / 1000.0, e); }, rc::gen::inRange(-4000, 4001),
+                        rc::gen::inRange(-12, 13)));
+  std::vector<float> out(values.begin(), values.end());
+  emu::quantize(out, out, emu::QuantizeSpec{formats::parse_format("fp16")});
+  return out;
+}
+
+// Integers in [-8, 8] and k <= 32: every product (|p| <= 64) and every partial
+// sum (|s| <= 2048) is an integer that fp16 and fp32 hold exactly, so the
+// fp16-input / fp32-accumulate GEMM equals the FP32 reference exactly, in any
+// summation order (Eigen's is blocked).
+RC_GTEST_PROP(GemmProperties, IntegerInputsGiveTheExactProduct, ()) {
+  auto& checks = expect_checks(100);
+  const GemmShape s = *small_shape(32);
+  auto integers = [](std::size_t n) {
+    const auto v = *rc::gen::container<std::vector<int>>(n, rc::gen::inRange(-8, 9));
+    return std::vector<float>(v.begin(), v.end());
+  };
+  const auto a = integers(s.a_size()), b = integers(s.b_size());
+  std::vector<float> ref(s.c_size()), c(s.c_size());
+  refs::gemm_ref(s, a, b, ref);
+  emu::GemmPolicy policy;
+  policy.accumulation = *rc::gen::element(Accumulation::fp32, Accumulation::fp16, Accumulation::tensor_core);
+  emu::gemm_emu(s, a, b, c, policy);
+  RC_ASSERT(c == ref);
+  checks.count();
+}
+
+// With blocks of one product, round-to-nearest and alignment keeping 24 + 28
+// bits, the tensor-core model is an fp32 FMA per step: a term far enough
+// below the other to lose bits at the alignment (below 2^-28 of it) is below
+// a quarter of an fp32 ulp of the larger, and 28 extra bits keep every bit of
+// a term that could decide a tie, so the single RNE rounding of the block sum
+// equals fl32(c + a*b). Hence bit-identical to the fp32-accumulation model.
+RC_GTEST_PROP(GemmProperties, TensorCoreWithBlockOneAndRneIsFp32Accumulation, ()) {
+  auto& checks = expect_checks(100);
+  const GemmShape s = *small_shape(64);
+  const auto a = fp16_normals(s.a_size()), b = fp16_normals(s.b_size());
+  std::vector<float> plain(s.c_size()), tc(s.c_size());
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp32;
+  emu::gemm_emu(s, a, b, plain, policy);
+  policy.accumulation = Accumulation::tensor_core;
+  policy.tensor_core = {1, 28, formats::Rounding::nearest_even};
+  emu::gemm_emu(s, a, b, tc, policy);
+  RC_ASSERT(tc == plain);
+  checks.count();
+}
+
+// Permuting the k dimension changes an fp32-accumulated result, but each
+// order is within gamma_k (|A||B|)_ij of the exact value (Higham 3.13), so two
+// orders differ by at most 2 gamma_k (|A||B|)_ij.
+RC_GTEST_PROP(GemmProperties, PermutingKStaysWithinTheBound, ()) {
+  auto& checks = expect_checks(100);
+  const int m = *rc::gen::inRange(1, 6), n = *rc::gen::inRange(1, 6), k = *rc::gen::inRange(2, 200);
+  const GemmShape s{m, n, k};
+  const auto a = fp16_normals(s.a_size()), b = fp16_normals(s.b_size());
+  std::vector<int> order(static_cast<std::size_t>(k));
+  std::iota(order.begin(), order.end(), 0);
+  const auto shuffled = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(k), rc::gen::arbitrary<int>());
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return shuffled[x] < shuffled[y] || (shuffled[x] == shuffled[y] && x < y); });
+  std::vector<float> pa(a.size()), pb(b.size());
+  for (int i = 0; i < m; ++i)
+    for (int kk = 0; kk < k; ++kk) pa[static_cast<std::size_t>(i) * k + kk] = a[static_cast<std::size_t>(i) * k + order[kk]];
+  for (int kk = 0; kk < k; ++kk)
+    for (int j = 0; j < n; ++j) pb[static_cast<std::size_t>(kk) * n + j] = b[static_cast<std::size_t>(order[kk]) * n + j];
+  std::vector<float> c(s.c_size()), cp(s.c_size());
+  emu::GemmPolicy policy;
+  emu::gemm_emu(s, a, b, c, policy);
+  emu::gemm_emu(s, pa, pb, cp, policy);
+  const double u = 0x1p-24, gamma = k * u / (1 - k * u);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double abs_ab = 0;
+      for (int kk = 0; kk < k; ++kk)
+        abs_ab += std::fabs(static_cast<double>(a[static_cast<std::size_t>(i) * k + kk]) * b[static_cast<std::size_t>(kk) * n + j]);
+      const std::size_t ij = static_cast<std::size_t>(i) * n + j;
+      RC_ASSERT(std::fabs(static_cast<double>(c[ij]) - cp[ij]) <= 2 * gamma * abs_ab);
+    }
+  RC_CLASSIFY(c != cp, "order changed the result");
+  checks.count();
+}
+
+}  // namespace

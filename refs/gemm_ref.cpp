@@ -1,0 +1,44 @@
+#include "gemm_ref.h"
+
+#include <Eigen/Core>
+#include <stdexcept>
+#include <string>
+
+namespace mpverify::refs {
+
+void GemmShape::check(std::size_t a, std::size_t b, std::size_t c) const {
+  if (m <= 0 || n <= 0 || k <= 0)
+    throw std::invalid_argument("gemm: m, n, k must be positive, got m=" + std::to_string(m) + " n=" +
+                                std::to_string(n) + " k=" + std::to_string(k));
+  if (a != a_size()) throw std::invalid_argument("gemm: A has " + std::to_string(a) + " elements, m*k = " + std::to_string(a_size()));
+  if (b != b_size()) throw std::invalid_argument("gemm: B has " + std::to_string(b) + " elements, k*n = " + std::to_string(b_size()));
+  if (c != c_size()) throw std::invalid_argument("gemm: C has " + std::to_string(c) + " elements, m*n = " + std::to_string(c_size()));
+}
+
+namespace {
+
+template <typename T>
+using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <typename T>
+void gemm(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<T> c) {
+  s.check(a.size(), b.size(), c.size());
+  const Eigen::Map<const RowMajor<float>> A(a.data(), s.transpose_a ? s.k : s.m, s.transpose_a ? s.m : s.k);
+  const Eigen::Map<const RowMajor<float>> B(b.data(), s.transpose_b ? s.n : s.k, s.transpose_b ? s.k : s.n);
+  Eigen::Map<RowMajor<T>> C(c.data(), s.m, s.n);
+  const RowMajor<T> At = s.transpose_a ? RowMajor<T>(A.transpose().template cast<T>()) : RowMajor<T>(A.template cast<T>());
+  const RowMajor<T> Bt = s.transpose_b ? RowMajor<T>(B.transpose().template cast<T>()) : RowMajor<T>(B.template cast<T>());
+  C.noalias() = At * Bt;
+}
+
+}  // namespace
+
+void gemm_ref(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c) {
+  gemm<float>(s, a, b, c);
+}
+
+void gemm_ref_fp64(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<double> c) {
+  gemm<double>(s, a, b, c);
+}
+
+}  // namespace mpverify::refs

@@ -1,0 +1,158 @@
+#include "emu/gemm_emu.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "emu/quantize.h"
+#include "formats/arithmetic.h"
+#include "formats/encoding.h"
+
+namespace mpverify::emu {
+
+std::string_view to_string(Accumulation a) {
+  switch (a) {
+    case Accumulation::fp32: return "fp32";
+    case Accumulation::fp16: return "fp16";
+    case Accumulation::tensor_core: return "tensor-core";
+  }
+  return "?";
+}
+
+namespace {
+
+Counters* site(CounterSet* set, std::string_view name) { return set ? &set->at(name) : nullptr; }
+
+// op(X) gathered into a row-major rows x cols matrix, rounded to the input format.
+std::vector<float> rounded_operand(std::span<const float> x, int rows, int cols, bool transposed,
+                                   const formats::Format& f, Counters* counters) {
+  std::vector<float> out(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      out[static_cast<std::size_t>(r) * cols + c] =
+          transposed ? x[static_cast<std::size_t>(c) * rows + r] : x[static_cast<std::size_t>(r) * cols + c];
+  quantize(out, out, QuantizeSpec{f}, counters);
+  return out;
+}
+
+// acc[j] = fl32(a * b[j] + acc[j]) for a row: one fp32 FMA per element, so
+// each step rounds once. The FMA unit when the CPU has one, libm otherwise.
+__attribute__((target("avx2,fma"))) void fma_row_hardware(float a, const float* b, float* acc, int n) {
+  for (int j = 0; j < n; ++j) acc[j] = __builtin_fmaf(a, b[j], acc[j]);
+}
+void fma_row_portable(float a, const float* b, float* acc, int n) {
+  for (int j = 0; j < n; ++j) acc[j] = std::fma(a, b[j], acc[j]);
+}
+
+void accumulate_fp32(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
+                     std::vector<float>& acc) {
+  __builtin_cpu_init();
+  const bool hardware = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  for (int i = 0; i < s.m; ++i)
+    for (int kk = 0; kk < s.k; ++kk) {
+      const float a = A[static_cast<std::size_t>(i) * s.k + kk];
+      const float* b = &B[static_cast<std::size_t>(kk) * s.n];
+      float* c = &acc[static_cast<std::size_t>(i) * s.n];
+      if (hardware) fma_row_hardware(a, b, c, s.n);
+      else fma_row_portable(a, b, c, s.n);
+    }
+}
+
+// c <- fl16(c + a*b) per step, a*b exact in double, one rounding.
+void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
+                     std::vector<float>& acc, Counters* counters) {
+  static const formats::Format fp16 = formats::parse_format("fp16");
+  const formats::RoundingContext rne{};
+  Counters local;
+  for (int i = 0; i < s.m; ++i)
+    for (int kk = 0; kk < s.k; ++kk) {
+      const double a = A[static_cast<std::size_t>(i) * s.k + kk];
+      for (int j = 0; j < s.n; ++j) {
+        float& c = acc[static_cast<std::size_t>(i) * s.n + j];
+        const double product = a * static_cast<double>(B[static_cast<std::size_t>(kk) * s.n + j]);
+        const double before = c;
+        formats::Flags flags;
+        std::uint32_t bits;
+        if (std::isfinite(product) && std::isfinite(before)) {
+          bits = formats::sum_to_format(fp16, product, before, rne, flags);
+        } else {
+          bits = formats::from_double(fp16, product + before, rne, flags);
+        }
+        c = formats::to_float(fp16, bits, flags);
+        if (counters) {
+          count_rounding(local, fp16, product + before, bits, flags);
+          if (product != 0 && std::isfinite(product) && std::isfinite(before)) {
+            local.addends_nonzero += 1;
+            local.swamped += static_cast<double>(c) == before;
+          }
+        }
+      }
+    }
+  if (counters) *counters += local;
+}
+
+// The tensor-core model, one output element at a time.
+void accumulate_tensor_core(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
+                            std::vector<float>& acc, const TensorCoreModel& tc) {
+  static const formats::Format fp32 = formats::parse_format("fp32");
+  // Each truncated term is below 2^(24 + extra_bits) grid units, so a block's
+  // sum of block_size + 1 terms is exact in double while
+  // 24 + extra_bits + ceil(log2(block_size + 1)) <= 53.
+  int carry_bits = 0;
+  while ((1 << carry_bits) < tc.block_size + 1) ++carry_bits;
+  if (tc.block_size < 1 || tc.extra_bits < 0 || 24 + tc.extra_bits + carry_bits > 53)
+    throw std::invalid_argument("tensor-core model: need block_size >= 1 and 0 <= extra_bits <= " +
+                                std::to_string(29 - carry_bits) + " for block_size " + std::to_string(tc.block_size));
+  const formats::RoundingContext block_rounding{tc.rounding};
+  std::vector<double> terms(static_cast<std::size_t>(tc.block_size) + 1);
+  for (int i = 0; i < s.m; ++i)
+    for (int j = 0; j < s.n; ++j) {
+      double c = 0;
+      for (int k0 = 0; k0 < s.k; k0 += tc.block_size) {
+        const int k1 = std::min(s.k, k0 + tc.block_size);
+        std::size_t count = 0;
+        terms[count++] = c;
+        for (int kk = k0; kk < k1; ++kk)  // exact: significands of <= 24 bits
+          terms[count++] = static_cast<double>(A[static_cast<std::size_t>(i) * s.k + kk]) *
+                           static_cast<double>(B[static_cast<std::size_t>(kk) * s.n + j]);
+        int emax = INT32_MIN;
+        bool finite = true;
+        for (std::size_t t = 0; t < count; ++t) {
+          finite &= std::isfinite(terms[t]);
+          if (terms[t] != 0 && std::isfinite(terms[t])) emax = std::max(emax, std::ilogb(terms[t]));
+        }
+        double sum = 0;
+        if (!finite || emax == INT32_MIN) {
+          for (std::size_t t = 0; t < count; ++t) sum += terms[t];  // specials, or all zero
+        } else {
+          // Align to the largest term: keep 24 + extra_bits bits below its
+          // leading bit, truncating each term toward zero.
+          const int grid_exponent = emax - 23 - tc.extra_bits;
+          for (std::size_t t = 0; t < count; ++t)
+            sum += std::ldexp(std::trunc(std::ldexp(terms[t], -grid_exponent)), grid_exponent);
+        }
+        formats::Flags flags;
+        c = formats::to_double(fp32, formats::from_double(fp32, sum, block_rounding, flags));
+      }
+      acc[static_cast<std::size_t>(i) * s.n + j] = static_cast<float>(c);
+    }
+}
+
+}  // namespace
+
+void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
+              const GemmPolicy& policy, CounterSet* counters) {
+  s.check(a.size(), b.size(), c.size());
+  const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site(counters, "gemm.a"));
+  const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site(counters, "gemm.b"));
+  std::vector<float> acc(s.c_size(), 0.0f);
+  switch (policy.accumulation) {
+    case Accumulation::fp32: accumulate_fp32(s, A, B, acc); break;
+    case Accumulation::fp16: accumulate_fp16(s, A, B, acc, site(counters, "gemm.accumulate")); break;
+    case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
+  }
+  quantize(acc, c, QuantizeSpec{policy.output}, site(counters, "gemm.c"));
+}
+
+}  // namespace mpverify::emu

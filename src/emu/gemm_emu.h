@@ -1,0 +1,52 @@
+// The emulated GEMM: C = op(A) op(B) with the inputs rounded to a format,
+// products accumulated under a chosen model, and C rounded to an output
+// format, counting what every rounding did. Same shape as refs::gemm_ref.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "emu/counters.h"
+#include "formats/format.h"
+#include "formats/rounding.h"
+#include "refs/gemm_ref.h"
+
+namespace mpverify::emu {
+
+using refs::GemmShape;
+
+enum class Accumulation {
+  // c <- fl32(c + a*b), one rounding per step (an fp32 FMA), k in order.
+  fp32,
+  // c <- fl16(c + a*b), one fp16 rounding per step: an fp16-accumulating GEMM
+  // built from fused fp16 multiply-adds (HFMA).
+  fp16,
+  // The tensor-core model of Fasi, Higham, Mikaitis and Pranesh (2021): each
+  // block of `block_size` exact products plus the accumulator is aligned to
+  // its largest term, every term truncated to 24 + extra_bits bits below that
+  // term's leading bit, summed without normalising, and the sum rounded to
+  // fp32 (toward zero on the hardware).
+  tensor_core,
+};
+std::string_view to_string(Accumulation a);
+
+struct TensorCoreModel {
+  int block_size = 4;   // products per block (V100: 4; A100 fp16: 8)
+  int extra_bits = 3;   // alignment bits kept beyond fp32's 24 (carry-out bits included)
+  formats::Rounding rounding = formats::Rounding::toward_zero;  // of each block's sum to fp32
+};
+
+struct GemmPolicy {
+  formats::Format input = formats::parse_format("fp16");
+  Accumulation accumulation = Accumulation::fp32;
+  formats::Format output = formats::parse_format("fp32");
+  TensorCoreModel tensor_core;
+};
+
+// Counter sites: "gemm.a" and "gemm.b" (input rounding), "gemm.accumulate"
+// (fp16 accumulation only: every step; swamping = c + a*b == c with
+// a*b != 0), "gemm.c" (output rounding).
+void gemm_emu(const GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
+              const GemmPolicy& policy, CounterSet* counters = nullptr);
+
+}  // namespace mpverify::emu

@@ -1,0 +1,227 @@
+// GEMM: the Eigen reference, and the emulated GEMM under each accumulation
+// model, against the FP64 reference within derived bounds, plus crafted
+// cases whose results are worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "compare/compare.h"
+#include "emu/gemm_emu.h"
+#include "emu/quantize.h"
+#include "refs/gemm_ref.h"
+
+namespace {
+
+using namespace mpverify;
+using emu::Accumulation;
+using refs::GemmShape;
+
+std::vector<float> random_fp16_values(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(normal(rng));
+  emu::quantize(v, v, emu::QuantizeSpec{formats::parse_format("fp16")});  // representable inputs: no input error
+  return v;
+}
+
+// The normwise bound for a recursive dot-product accumulation of length k
+// with unit roundoff u: each element satisfies |c - c_hat| <= gamma_k (|A||B|)_ij
+// (Higham, eq. 3.13), so ||C - C_hat||_F <= gamma_k || |A||B| ||_F, i.e. a
+// relative bound of gamma_k || |A||B| ||_F / ||C||_F.
+double normwise_bound(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
+                      const std::vector<double>& c64, double u) {
+  std::vector<float> abs_a(a.size()), abs_b(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::fabs(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::fabs(b[i]);
+  std::vector<double> abs_ab(s.c_size());
+  refs::gemm_ref_fp64(s, abs_a, abs_b, abs_ab);
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < abs_ab.size(); ++i) {
+    num += abs_ab[i] * abs_ab[i];
+    den += c64[i] * c64[i];
+  }
+  return compare::gamma(s.k, u) * std::sqrt(num / den);
+}
+
+struct Case {
+  Accumulation accumulation;
+  double unit_roundoff;  // of each accumulation step
+};
+
+TEST(GemmEmu, WithinTheAccumulationBoundOnRandomInputs) {
+  const formats::Format fp32 = formats::parse_format("fp32");
+  int compared = 0;
+  for (const Case& acc : {Case{Accumulation::fp32, 0x1p-24}, Case{Accumulation::fp16, 0x1p-11}}) {
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      for (GemmShape s : {GemmShape{17, 23, 64}, GemmShape{8, 5, 300, true, false}, GemmShape{9, 12, 40, true, true}}) {
+        const auto a = random_fp16_values(s.a_size(), seed);
+        const auto b = random_fp16_values(s.b_size(), seed + 100);
+        std::vector<double> c64(s.c_size());
+        refs::gemm_ref_fp64(s, a, b, c64);
+        std::vector<float> c(s.c_size());
+        emu::GemmPolicy policy;
+        policy.accumulation = acc.accumulation;
+        emu::gemm_emu(s, a, b, c, policy);
+        const double bound = normwise_bound(s, a, b, c64, acc.unit_roundoff);
+        const auto cmp = compare::compare(
+            std::span<const double>(c64), c, fp32,
+            compare::Tolerance::normwise(bound, "gamma_k(u) || |A||B| ||_F / ||C||_F for recursive accumulation"));
+        EXPECT_TRUE(cmp.passed) << emu::to_string(acc.accumulation) << " seed " << seed << " m=" << s.m << " n=" << s.n
+                                << " k=" << s.k << ": " << cmp.failure;
+        // Rounding did happen, so the comparison measured something.
+        EXPECT_GT(cmp.relative_error, 0.0);
+        RecordProperty(std::string(emu::to_string(acc.accumulation)) + "_k" + std::to_string(s.k) + "_seed" +
+                           std::to_string(seed) + "_bound_used",
+                       std::to_string(cmp.tolerance_used));
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 18);
+}
+
+TEST(GemmRef, Fp32WithinTheBoundOfFp64) {
+  const GemmShape s{31, 29, 513};
+  const auto a = random_fp16_values(s.a_size(), 5), b = random_fp16_values(s.b_size(), 6);
+  std::vector<double> c64(s.c_size());
+  std::vector<float> c32(s.c_size());
+  refs::gemm_ref_fp64(s, a, b, c64);
+  refs::gemm_ref(s, a, b, c32);
+  // Eigen sums in blocks (a different order), and the gamma_k bound holds for any order.
+  const auto cmp = compare::compare(std::span<const double>(c64), c32, formats::parse_format("fp32"),
+                                    compare::Tolerance::normwise(normwise_bound(s, a, b, c64, 0x1p-24), "gamma_k(2^-24)"));
+  EXPECT_TRUE(cmp.passed) << cmp.failure;
+  EXPECT_LT(cmp.tolerance_used, 1.0);
+}
+
+TEST(GemmEmu, IntegerInputsAreExact) {
+  // Integers in [-8, 8]: products are at most 64 and every partial sum of
+  // k = 32 products is an integer of magnitude <= 2048, exact in fp16 and
+  // fp32, so every accumulation model must equal the reference bit for bit.
+  const GemmShape s{12, 10, 32};
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::vector<float> a(s.a_size()), b(s.b_size());
+  for (auto& x : a) x = static_cast<float>(small(rng));
+  for (auto& x : b) x = static_cast<float>(small(rng));
+  std::vector<float> ref(s.c_size());
+  refs::gemm_ref(s, a, b, ref);
+  for (auto acc : {Accumulation::fp32, Accumulation::fp16, Accumulation::tensor_core}) {
+    emu::GemmPolicy policy;
+    policy.accumulation = acc;
+    std::vector<float> c(s.c_size());
+    emu::gemm_emu(s, a, b, c, policy);
+    const auto cmp = compare::compare(ref, c, formats::parse_format("fp32"),
+                                      compare::Tolerance::bit_exact("integer inputs: every product and sum is exact"));
+    EXPECT_TRUE(cmp.passed) << emu::to_string(acc) << ": " << cmp.failure;
+    EXPECT_EQ(cmp.bit_identical_fraction, 1.0);
+  }
+}
+
+TEST(GemmEmu, Fp16AccumulationStallsAt2048) {
+  // Summing k = 4096 ones in fp16: after 2048 the step 2048 + 1 is a tie
+  // between 2048 (even) and 2050, so the sum stays at 2048 and the remaining
+  // 2048 additions are all lost (swamped).
+  const GemmShape s{1, 1, 4096};
+  const std::vector<float> a(s.a_size(), 1.0f), b(s.b_size(), 1.0f);
+  std::vector<float> c(1);
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp16;
+  emu::CounterSet counters;
+  emu::gemm_emu(s, a, b, c, policy, &counters);
+  EXPECT_EQ(c[0], 2048.0f);
+  const emu::Counters& acc = *counters.find("gemm.accumulate");
+  EXPECT_EQ(acc.elements, 4096u);
+  EXPECT_EQ(acc.addends_nonzero, 4096u);
+  EXPECT_EQ(acc.swamped, 2048u);
+  policy.accumulation = Accumulation::fp32;
+  emu::gemm_emu(s, a, b, c, policy);
+  EXPECT_EQ(c[0], 4096.0f);
+}
+
+TEST(GemmEmu, TensorCoreTruncationByHand) {
+  // One block of 4: 1*1 plus three products 3*2^-12 * 2^-13 = 0.75 * 2^-23
+  // (0.75 ulp of 1 in fp32). Exact sum 1 + 2.25 * 2^-23.
+  //  - fp32 accumulation rounds each step to nearest: 1 + 2^-23, 1 + 2*2^-23,
+  //    then 1 + 2.75*2^-23 -> 1 + 3*2^-23;
+  //  - tensor core, extra_bits 0: aligned to 2^0 with 24 bits, each small
+  //    term truncates to 0: the sum is 1;
+  //  - extra_bits 3: the terms survive (6 * 2^-26 each), the sum 1 + 2.25*2^-23
+  //    is truncated to fp32: 1 + 2*2^-23.
+  const GemmShape s{1, 1, 4};
+  const std::vector<float> a = {1.0f, 3 * 0x1p-12f, 3 * 0x1p-12f, 3 * 0x1p-12f};
+  const std::vector<float> b = {1.0f, 0x1p-13f, 0x1p-13f, 0x1p-13f};
+  std::vector<float> c(1);
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp32;
+  emu::gemm_emu(s, a, b, c, policy);
+  EXPECT_EQ(c[0], 1.0f + 3 * 0x1p-23f);
+  policy.accumulation = Accumulation::tensor_core;
+  policy.tensor_core = {4, 0, formats::Rounding::toward_zero};
+  emu::gemm_emu(s, a, b, c, policy);
+  EXPECT_EQ(c[0], 1.0f);
+  policy.tensor_core = {4, 3, formats::Rounding::toward_zero};
+  emu::gemm_emu(s, a, b, c, policy);
+  EXPECT_EQ(c[0], 1.0f + 2 * 0x1p-23f);
+}
+
+TEST(GemmEmu, OverflowNear65504IsCounted) {
+  // 70000 does not fit in fp16: the input rounds to inf (overflow at gemm.a).
+  // 200 * 200 = 40000 fits, but two of them sum to 80000: fp16 accumulation
+  // overflows at the second step.
+  const GemmShape s{1, 1, 2};
+  std::vector<float> c(1);
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp16;
+  emu::CounterSet counters;
+  emu::gemm_emu(s, std::vector<float>{200.0f, 200.0f}, std::vector<float>{200.0f, 200.0f}, c, policy, &counters);
+  EXPECT_TRUE(std::isinf(c[0]));
+  EXPECT_EQ(counters.find("gemm.accumulate")->overflow, 1u);
+  EXPECT_EQ(counters.find("gemm.a")->overflow, 0u);
+  emu::CounterSet counters2;
+  emu::gemm_emu(s, std::vector<float>{70000.0f, 1.0f}, std::vector<float>{1.0f, 1.0f}, c, policy, &counters2);
+  EXPECT_EQ(counters2.find("gemm.a")->overflow, 1u);
+  // fp16 output of an fp32 accumulation: 40000 + 40000 = 80000 overflows only at the output.
+  policy.accumulation = Accumulation::fp32;
+  policy.output = formats::parse_format("fp16");
+  emu::CounterSet counters3;
+  emu::gemm_emu(s, std::vector<float>{200.0f, 200.0f}, std::vector<float>{200.0f, 200.0f}, c, policy, &counters3);
+  EXPECT_TRUE(std::isinf(c[0]));
+  EXPECT_EQ(counters3.find("gemm.c")->overflow, 1u);
+}
+
+TEST(GemmEmu, BadShapesAreRejected) {
+  std::vector<float> a(6), b(6), c(4);
+  EXPECT_THROW(emu::gemm_emu(GemmShape{2, 2, 3}, a, b, std::span<float>(c).first(3), emu::GemmPolicy{}),
+               std::invalid_argument);
+  EXPECT_THROW(emu::gemm_emu(GemmShape{0, 2, 3}, a, b, c, emu::GemmPolicy{}), std::invalid_argument);
+  emu::GemmPolicy tc;
+  tc.accumulation = Accumulation::tensor_core;
+  tc.tensor_core.extra_bits = 40;  // the block sum would no longer be exact in double
+  EXPECT_THROW(emu::gemm_emu(GemmShape{2, 2, 3}, a, b, c, tc), std::invalid_argument);
+}
+
+TEST(Compare, AllZeroAndEmptyComparisonsFail) {
+  const auto f = formats::parse_format("fp32");
+  const std::vector<float> zeros(5, 0.0f);
+  EXPECT_FALSE(compare::compare(zeros, zeros, f, compare::Tolerance::bit_exact("")).passed);
+  EXPECT_FALSE(compare::compare(std::span<const float>{}, std::span<const float>{}, f, compare::Tolerance::bit_exact("")).passed);
+  // In [2, 4) the fp32 ulp is 2^-22: y differs from x by one ulp in one of two elements.
+  const std::vector<float> x = {1.0f, 2.0f}, y = {1.0f, 2.0f + 0x1p-22f};
+  const auto c = compare::compare(x, y, f, compare::Tolerance::ulps(2, "two ulps"));
+  EXPECT_TRUE(c.passed);
+  EXPECT_EQ(c.max_ulp, 1.0);
+  EXPECT_EQ(c.tolerance_used, 0.5);
+  EXPECT_EQ(c.bit_identical_fraction, 0.5);
+  EXPECT_EQ(c.ulp_histogram[0], 1u);
+  EXPECT_EQ(c.ulp_histogram[1], 1u);
+  const auto strict = compare::compare(x, y, f, compare::Tolerance::ulps(0.5, "half an ulp"));
+  EXPECT_FALSE(strict.passed);
+  EXPECT_EQ(strict.tolerance_used, 2.0);
+  EXPECT_FALSE(compare::compare(x, y, f, compare::Tolerance::bit_exact("")).passed);
+}
+
+}  // namespace
