@@ -1,0 +1,121 @@
+// The GPU GEMM (cuBLAS) against the reference and the emulator. Skipped with
+// the reason where there is no device; never passes silently.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "compare/compare.h"
+#include "emu/gemm_emu.h"
+#include "emu/quantize.h"
+#include "gpu/device.h"
+#include "gpu/gemm_gpu.h"
+#include "refs/gemm_ref.h"
+
+namespace {
+
+using namespace mpverify;
+using gpu::GemmCompute;
+using refs::GemmShape;
+
+#define SKIP_WITHOUT_GPU()                                                        \
+  do {                                                                            \
+    if (const std::string reason = gpu::gpu_unavailable_reason(); !reason.empty()) \
+      GTEST_SKIP() << reason;                                                     \
+  } while (0)
+
+TEST(GemmGpu, IntegerInputsAreBitExactInEveryCompute) {
+  SKIP_WITHOUT_GPU();
+  // Integers in [-8, 8], k = 32: every product and partial sum is an integer
+  // of magnitude <= 2048, exact in fp16, bf16 inputs, tf32 and fp32.
+  const GemmShape s{48, 40, 32};
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::vector<float> a(s.a_size()), b(s.b_size()), ref(s.c_size()), c(s.c_size());
+  for (auto& x : a) x = static_cast<float>(small(rng));
+  for (auto& x : b) x = static_cast<float>(small(rng));
+  refs::gemm_ref(s, a, b, ref);
+  int computes = 0;
+  for (auto compute : {GemmCompute::fp32_pedantic, GemmCompute::tf32, GemmCompute::fp16_fp32_accumulate,
+                       GemmCompute::fp16_fp16_accumulate, GemmCompute::bf16_fp32_accumulate}) {
+    gpu::gemm_gpu(s, a, b, c, compute);
+    const auto cmp = compare::compare(ref, c, formats::parse_format("fp32"),
+                                      compare::Tolerance::bit_exact("integer inputs: all arithmetic exact"));
+    EXPECT_TRUE(cmp.passed) << gpu::to_string(compute) << ": " << cmp.failure;
+    ++computes;
+  }
+  EXPECT_EQ(computes, 5);
+}
+
+TEST(GemmGpu, TransposesMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const GemmShape s{7, 5, 3, ta, tb};
+      std::vector<float> a(s.a_size()), b(s.b_size()), ref(s.c_size()), c(s.c_size());
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3;
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) - 2;
+      refs::gemm_ref(s, a, b, ref);
+      gpu::gemm_gpu(s, a, b, c, GemmCompute::fp32_pedantic);
+      EXPECT_EQ(c, ref) << "transpose_a " << ta << " transpose_b " << tb;
+    }
+}
+
+// Random fp16 inputs: the emulator's plain fp32-accumulation model and its
+// tensor-core model against cuBLAS with tensor cores. Both must lie within the
+// gamma_k bound of the FP64 result; the bit-identical fractions are recorded
+// (as test properties in the XML output) for the report.
+TEST(GemmGpu, EmulatorAgainstCublasFp16) {
+  SKIP_WITHOUT_GPU();
+  const GemmShape s{256, 256, 256};
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> normal;
+  std::vector<float> a(s.a_size()), b(s.b_size());
+  for (auto& x : a) x = static_cast<float>(normal(rng));
+  for (auto& x : b) x = static_cast<float>(normal(rng));
+  const auto fp16 = formats::parse_format("fp16"), fp32 = formats::parse_format("fp32");
+  emu::quantize(a, a, emu::QuantizeSpec{fp16});
+  emu::quantize(b, b, emu::QuantizeSpec{fp16});
+  std::vector<float> hw(s.c_size()), plain(s.c_size()), tc(s.c_size());
+  gpu::gemm_gpu(s, a, b, hw, GemmCompute::fp16_fp32_accumulate);
+  emu::GemmPolicy policy;
+  emu::gemm_emu(s, a, b, plain, policy);
+  policy.accumulation = emu::Accumulation::tensor_core;
+  policy.tensor_core = {8, 3, formats::Rounding::toward_zero};  // A100/H100-like block of 8 fp16 products
+  emu::gemm_emu(s, a, b, tc, policy);
+  // Bound against FP64: per block, the truncation to fp32 loses < 2^-23 of
+  // the block sum and the alignment drops < 2^-(23+extra) of the largest term
+  // from each of the block+1 terms (9 * 2^-26 < 2^-22 for 8 and 3), so every
+  // block is within 2^-21 of the sum of its terms' magnitudes; summed over at
+  // most k blocks this is gamma_k(2^-21) || |A||B| ||_F / ||C||_F normwise.
+  // The plain fp32 model (u = 2^-24) is well inside it.
+  std::vector<double> c64(s.c_size()), abs_ab(s.c_size());
+  refs::gemm_ref_fp64(s, a, b, c64);
+  std::vector<float> abs_a(a.size()), abs_b(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::fabs(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::fabs(b[i]);
+  refs::gemm_ref_fp64(s, abs_a, abs_b, abs_ab);
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < c64.size(); ++i) {
+    num += abs_ab[i] * abs_ab[i];
+    den += c64[i] * c64[i];
+  }
+  const auto bound = compare::Tolerance::normwise(compare::gamma(s.k, 0x1p-21) * std::sqrt(num / den),
+                                                  "gamma_k(2^-21) || |A||B| ||_F / ||C||_F (tensor-core model)");
+  for (const auto* side : {&hw, &plain, &tc}) {
+    const auto cmp = compare::compare(std::span<const double>(c64), *side, fp32, bound);
+    EXPECT_TRUE(cmp.passed) << cmp.failure;
+  }
+  const auto exact = compare::Tolerance::bit_exact("emulator against hardware");
+  const auto plain_vs_hw = compare::compare(plain, hw, fp32, exact);
+  const auto tc_vs_hw = compare::compare(tc, hw, fp32, exact);
+  RecordProperty("device", gpu::describe_device().name);
+  RecordProperty("bit_identical_plain_fp32_accumulation", std::to_string(plain_vs_hw.bit_identical_fraction));
+  RecordProperty("bit_identical_tensor_core_model", std::to_string(tc_vs_hw.bit_identical_fraction));
+  std::printf("bit-identical vs cuBLAS fp16/fp32acc: plain %.4f, tensor-core model %.4f\n",
+              plain_vs_hw.bit_identical_fraction, tc_vs_hw.bit_identical_fraction);
+}
+
+}  // namespace
