@@ -26,5 +26,6 @@ class UsageError : public std::runtime_error {
 void add_formats_command(CLI::App& root, std::vector<Command>& commands);
 void add_round_command(CLI::App& root, std::vector<Command>& commands);
 void add_eval_command(CLI::App& root, std::vector<Command>& commands);
+void add_ops_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   add_formats_command(root, commands);
   add_round_command(root, commands);
   add_eval_command(root, commands);
+  add_ops_command(root, commands);
 
   try {
     root.parse(argc, argv);
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
       return 2;
     } catch (const mpverify::formats::FormatError& e) {
-      std::cerr << "mpverify " << c.app->get_name() << ": error: --format: " << e.what() << "\n";
+      std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
       return 2;
     } catch (const std::exception& e) {
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";

@@ -1,0 +1,56 @@
+// `mpverify ops` as a user runs it: the JSON's structure, which sides ran,
+// and bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/device.h"
+#include "support/run_command.h"
+
+namespace {
+
+using mpverify::test::run_command;
+
+std::string ops(const std::string& args) { return std::string(MPVERIFY_BIN) + " ops " + args; }
+
+TEST(OpsCli, GemmJsonHasSidesPairsAndCounters) {
+  const auto r = run_command(ops("--op gemm --shape m=9,n=7,k=33 --policy input=fp16,accumulate=fp16 --json"), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["sides"].size(), 3u);
+  EXPECT_EQ(j["sides"][0]["name"], "ref");
+  EXPECT_TRUE(j["sides"][0]["ran"].get<bool>());
+  EXPECT_EQ(j["sides"][1]["name"], "emu");
+  const bool gpu_ran = j["sides"][2]["ran"].get<bool>();
+  EXPECT_EQ(gpu_ran, mpverify::gpu::gpu_unavailable_reason().empty());
+  if (!gpu_ran) {
+    EXPECT_EQ(j["sides"][2]["reason"], mpverify::gpu::gpu_unavailable_reason());
+  }
+  ASSERT_EQ(j["pairs"].size(), gpu_ran ? 3u : 1u);
+  const auto& pair = j["pairs"][0];
+  for (const char* key : {"a", "b", "max_abs_error", "relative_error", "bit_identical_fraction", "max_ulp"})
+    EXPECT_TRUE(pair.contains(key)) << key;
+  EXPECT_GT(pair["relative_error"].get<double>(), 0.0);  // fp16 accumulation does round
+  EXPECT_TRUE(pair["passed"].get<bool>());
+  // 9*7 outputs, each accumulating 33 products: 2079 fp16 accumulation steps.
+  EXPECT_EQ(j["counters"]["gemm.accumulate"]["elements"], 9 * 7 * 33);
+  EXPECT_EQ(j["counters"]["gemm.a"]["elements"], 9 * 33);
+}
+
+TEST(OpsCli, SameSeedSameOutput) {
+  const std::string cmd = ops("--op gemm --shape m=5,n=5,k=5 --backends ref,emu --json --seed 4");
+  EXPECT_EQ(run_command(cmd, "").out, run_command(cmd, "").out);
+  EXPECT_NE(run_command(cmd, "").out, run_command(ops("--op gemm --shape m=5,n=5,k=5 --backends ref,emu --json --seed 5"), "").out);
+}
+
+TEST(OpsCli, BadArgumentsExit2WithNoOutput) {
+  for (const char* args : {"--op conv9 --shape m=1", "--op gemm --shape m=1,n=2", "--op gemm --shape m=1,n=2,k=x",
+                           "--op gemm --shape m=1,n=1,k=1,q=3", "--op gemm --shape m=1,n=1,k=1 --policy input=fp99",
+                           "--op gemm --shape m=1,n=1,k=1 --backends ref,cpu", "--op gemm --shape m=0,n=1,k=1"}) {
+    const auto r = run_command(ops(args), "");
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+}  // namespace
