@@ -3,6 +3,7 @@
 // cases whose results are worked out by hand.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -223,5 +224,59 @@ TEST(Compare, AllZeroAndEmptyComparisonsFail) {
   EXPECT_EQ(strict.tolerance_used, 2.0);
   EXPECT_FALSE(compare::compare(x, y, f, compare::Tolerance::bit_exact("")).passed);
 }
+
+}  // namespace
+
+namespace {
+
+// The AVX-512 fp16-accumulation kernel against the portable loop: same bits,
+// same counts, on inputs that exercise overflow to inf, inf - inf, exact
+// cancellation to zero (its sign), subnormal results and swamping.
+class GemmEmuSeeds : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(GemmEmuSeeds, Fp16AccumulationSimdEqualsPortable) {
+  using namespace mpverify;
+  const GemmShape s{7, 37, 300};  // n = 37: two vectors of 16 and a tail of 5
+  std::mt19937_64 rng(GetParam());
+  std::uniform_int_distribution<int> pick(0, 999);
+  std::normal_distribution<double> normal;
+  // Mostly ordinary values, so most accumulators stay finite; a few huge
+  // ones (60000 * |b| > 65504 overflows) turn some rows to inf, and from
+  // there to NaN (inf - inf); small ones give subnormal products.
+  auto value = [&]() -> float {
+    const int p = pick(rng);
+    if (p == 0) return 60000.0f;
+    if (p == 1) return -60000.0f;
+    if (p < 100) return static_cast<float>(normal(rng) * 1e-4);
+    if (p < 150) return 0.0f;
+    return static_cast<float>(normal(rng));
+  };
+  std::vector<float> a(s.a_size()), b(s.b_size());
+  for (auto& x : a) x = value();
+  for (auto& x : b) x = value();
+  emu::GemmPolicy policy;
+  policy.accumulation = emu::Accumulation::fp16;
+  std::vector<float> fast(s.c_size()), portable(s.c_size());
+  emu::CounterSet fast_counters, portable_counters;
+  emu::gemm_emu(s, a, b, fast, policy, &fast_counters);
+  policy.simd = false;
+  emu::gemm_emu(s, a, b, portable, policy, &portable_counters);
+  for (std::size_t i = 0; i < fast.size(); ++i)
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(fast[i]), std::bit_cast<std::uint32_t>(portable[i])) << i;
+  const auto& f = *fast_counters.find("gemm.accumulate");
+  const auto& p = *portable_counters.find("gemm.accumulate");
+  EXPECT_EQ(f, p);
+  EXPECT_GT(p.overflow, 0u);   // the inputs did reach the cases they were made for
+  EXPECT_GT(p.swamped, 0u);
+  EXPECT_GT(p.nonfinite_in, 0u);
+  EXPECT_GT(p.subnormal, 0u);
+  EXPECT_GT(p.zeros_in, 0u);
+  EXPECT_EQ(p.elements, 7u * 37 * 300);
+  std::size_t finite = 0;
+  for (float x : portable) finite += std::isfinite(x);
+  EXPECT_GT(finite, portable.size() / 2);  // most of the comparison is between finite values
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, GemmEmuSeeds, ::testing::Values(8u, 9u, 10u, 11u, 12u));
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/gemm_emu_simd.h"
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
@@ -59,18 +60,29 @@ void accumulate_fp32(const GemmShape& s, const std::vector<float>& A, const std:
     }
 }
 
+// The SIMD kernel needs every input to be an fp16 value (so products are
+// exact in float): formats no wider than fp16 in precision and range.
+bool values_are_fp16(const formats::Format& f) {
+  return f.precision() <= 11 && f.emin() - f.mantissa_bits >= -24 && f.max_finite() <= 65504.0;
+}
+
 // c <- fl16(c + a*b) per step, a*b exact in double, one rounding.
 void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
-                     std::vector<float>& acc, Counters* counters) {
+                     std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
   static const formats::Format fp16 = formats::parse_format("fp16");
   const formats::RoundingContext rne{};
+  const bool simd = policy.simd && values_are_fp16(policy.input) && detail::cpu_has_avx512_fp16_accumulate();
   Counters local;
   for (int i = 0; i < s.m; ++i)
     for (int kk = 0; kk < s.k; ++kk) {
-      const double a = A[static_cast<std::size_t>(i) * s.k + kk];
-      for (int j = 0; j < s.n; ++j) {
-        float& c = acc[static_cast<std::size_t>(i) * s.n + j];
-        const double product = a * static_cast<double>(B[static_cast<std::size_t>(kk) * s.n + j]);
+      const float a_value = A[static_cast<std::size_t>(i) * s.k + kk];
+      const float* b_row = &B[static_cast<std::size_t>(kk) * s.n];
+      float* c_row = &acc[static_cast<std::size_t>(i) * s.n];
+      const int done = simd ? detail::fp16_accumulate_row_avx512(a_value, b_row, c_row, s.n, counters ? &local : nullptr) : 0;
+      const double a = a_value;
+      for (int j = done; j < s.n; ++j) {
+        float& c = c_row[j];
+        const double product = a * static_cast<double>(b_row[j]);
         const double before = c;
         formats::Flags flags;
         std::uint32_t bits;
@@ -149,7 +161,7 @@ void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const floa
   std::vector<float> acc(s.c_size(), 0.0f);
   switch (policy.accumulation) {
     case Accumulation::fp32: accumulate_fp32(s, A, B, acc); break;
-    case Accumulation::fp16: accumulate_fp16(s, A, B, acc, site(counters, "gemm.accumulate")); break;
+    case Accumulation::fp16: accumulate_fp16(s, A, B, acc, policy, site(counters, "gemm.accumulate")); break;
     case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
   }
   quantize(acc, c, QuantizeSpec{policy.output}, site(counters, "gemm.c"));

@@ -41,6 +41,9 @@ struct GemmPolicy {
   Accumulation accumulation = Accumulation::fp32;
   formats::Format output = formats::parse_format("fp32");
   TensorCoreModel tensor_core;
+  // Use the AVX-512 kernel for fp16 accumulation where the CPU has it (same
+  // results and counts as the portable loop; false forces the portable loop).
+  bool simd = true;
 };
 
 // Counter sites: "gemm.a" and "gemm.b" (input rounding), "gemm.accumulate"
