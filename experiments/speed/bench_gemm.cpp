@@ -1,0 +1,142 @@
+// Speed of the emulated GEMM against Eigen's FP32 GEMM (refs::gemm_ref) in
+// the same run, one thread, at 512^3 and 1024^3.
+//
+//   build/experiments/bench_gemm [--markdown FILE] [Google Benchmark options]
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "emu/gemm_emu.h"
+#include "emu/quantize.h"
+#include "refs/gemm_ref.h"
+
+namespace {
+
+using namespace mpverify;
+
+struct Inputs {
+  std::vector<float> a, b;
+};
+
+const Inputs& inputs(int n) {
+  static std::map<int, Inputs> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) {
+    std::mt19937_64 rng(42);
+    std::normal_distribution<double> normal;
+    Inputs in{std::vector<float>(static_cast<std::size_t>(n) * n), std::vector<float>(static_cast<std::size_t>(n) * n)};
+    for (auto& x : in.a) x = static_cast<float>(normal(rng));
+    for (auto& x : in.b) x = static_cast<float>(normal(rng));
+    it = cache.emplace(n, std::move(in)).first;
+  }
+  return it->second;
+}
+
+void BM_EigenSgemm(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const auto& in = inputs(n);
+  std::vector<float> c(static_cast<std::size_t>(n) * n);
+  for (auto _ : state) {
+    refs::gemm_ref({n, n, n}, in.a, in.b, c);
+    benchmark::DoNotOptimize(c.data());
+  }
+}
+
+void emulated(benchmark::State& state, emu::Accumulation acc) {
+  const int n = static_cast<int>(state.range(0));
+  const auto& in = inputs(n);
+  std::vector<float> c(static_cast<std::size_t>(n) * n);
+  emu::GemmPolicy policy;
+  policy.accumulation = acc;
+  for (auto _ : state) {
+    emu::CounterSet counters;  // counters on
+    emu::gemm_emu({n, n, n}, in.a, in.b, c, policy, &counters);
+    benchmark::DoNotOptimize(c.data());
+  }
+}
+
+void BM_EmuFp16InFp32Acc(benchmark::State& s) { emulated(s, emu::Accumulation::fp32); }
+void BM_EmuFp16InFp16Acc(benchmark::State& s) { emulated(s, emu::Accumulation::fp16); }
+void BM_EmuTensorCoreModel(benchmark::State& s) { emulated(s, emu::Accumulation::tensor_core); }
+
+BENCHMARK(BM_EigenSgemm)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuFp16InFp32Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuFp16InFp16Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuTensorCoreModel)->Arg(512)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs)
+      if (!r.error_occurred) {
+        std::string name = r.benchmark_name();
+        name = name.substr(0, name.find("/iterations:"));
+        seconds_[name] = r.GetAdjustedRealTime() / 1e3;  // ms -> s
+      }
+  }
+  std::string markdown() const {
+    std::string s =
+        "## Speed: emulated GEMM against Eigen's FP32 GEMM (one thread, counters on)\n\n"
+        "Command: `build/experiments/bench_gemm` (normal(0,1) inputs, seed 42; the emulated GEMM rounds the\n"
+        "inputs to fp16 and counts every rounding). Ratio = time / time of Eigen's SGEMM at the same size in\n"
+        "the same run.\n\n| GEMM | n | ms | time ratio vs Eigen | goal |\n|---|---:|---:|---:|---|\n";
+    for (int n : {512, 1024}) {
+      const auto base = seconds_.find("BM_EigenSgemm/" + std::to_string(n));
+      if (base == seconds_.end()) continue;
+      auto row = [&](const char* name, const char* what, const char* goal) {
+        const auto it = seconds_.find(std::string(name) + "/" + std::to_string(n));
+        if (it == seconds_.end()) return;
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "| %s | %d | %.1f | %.2fx | %s |\n", what, n, it->second * 1e3,
+                      it->second / base->second, goal);
+        s += buf;
+      };
+      row("BM_EigenSgemm", "Eigen FP32 (baseline)", "");
+      row("BM_EmuFp16InFp32Acc", "emulated fp16 in, fp32 accumulation", "<= 1.5x");
+      row("BM_EmuFp16InFp16Acc", "emulated fp16 in, fp16 accumulation", "<= 4x");
+      row("BM_EmuTensorCoreModel", "emulated tensor-core model (scalar)", "");
+    }
+    return s;
+  }
+
+ private:
+  std::map<std::string, double> seconds_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string markdown_path;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("bench_gemm [--markdown FILE] [Google Benchmark options]\n");
+      benchmark::PrintDefaultHelp();
+      return 0;
+    }
+    if (a == "--markdown") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_gemm: error: --markdown needs a file name\n");
+        return 2;
+      }
+      markdown_path = argv[++i];
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  if (!markdown_path.empty()) std::ofstream(markdown_path) << reporter.markdown();
+  benchmark::Shutdown();
+  return 0;
+}
