@@ -234,9 +234,9 @@ namespace {
 // cancellation to zero (its sign), subnormal results and swamping.
 class GemmEmuSeeds : public ::testing::TestWithParam<std::uint64_t> {};
 
-TEST_P(GemmEmuSeeds, Fp16AccumulationSimdEqualsPortable) {
+TEST_P(GemmEmuSeeds, AccumulationSimdEqualsPortable) {
   using namespace mpverify;
-  const GemmShape s{7, 37, 300};  // n = 37: two vectors of 16 and a tail of 5
+  const GemmShape s{7, 69, 300};  // tiles of 2 x 32 (4 x 32 for fp32) plus a last row and 5 last columns
   std::mt19937_64 rng(GetParam());
   std::uniform_int_distribution<int> pick(0, 999);
   std::normal_distribution<double> normal;
@@ -271,10 +271,19 @@ TEST_P(GemmEmuSeeds, Fp16AccumulationSimdEqualsPortable) {
   EXPECT_GT(p.nonfinite_in, 0u);
   EXPECT_GT(p.subnormal, 0u);
   EXPECT_GT(p.zeros_in, 0u);
-  EXPECT_EQ(p.elements, 7u * 37 * 300);
+  EXPECT_EQ(p.elements, 7u * 69 * 300);
   std::size_t finite = 0;
   for (float x : portable) finite += std::isfinite(x);
   EXPECT_GT(finite, portable.size() / 2);  // most of the comparison is between finite values
+
+  // The fp32 tiles against the FMA loop, on the same inputs.
+  policy.accumulation = emu::Accumulation::fp32;
+  policy.simd = true;
+  emu::gemm_emu(s, a, b, fast, policy);
+  policy.simd = false;
+  emu::gemm_emu(s, a, b, portable, policy);
+  for (std::size_t i = 0; i < fast.size(); ++i)
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(fast[i]), std::bit_cast<std::uint32_t>(portable[i])) << "fp32 " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, GemmEmuSeeds, ::testing::Values(8u, 9u, 10u, 11u, 12u));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emu/gemm_emu_simd.h"
+#include "emu/quantize_simd.h"
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
@@ -37,8 +38,9 @@ std::vector<float> rounded_operand(std::span<const float> x, int rows, int cols,
   return out;
 }
 
-// acc[j] = fl32(a * b[j] + acc[j]) for a row: one fp32 FMA per element, so
-// each step rounds once. The FMA unit when the CPU has one, libm otherwise.
+// acc[j] = fl32(a * b[j] + acc[j]) along part of a row: one fp32 FMA per
+// element, so each step rounds once. The FMA unit when the CPU has one, libm
+// otherwise (same results).
 __attribute__((target("avx2,fma"))) void fma_row_hardware(float a, const float* b, float* acc, int n) {
   for (int j = 0; j < n; ++j) acc[j] = __builtin_fmaf(a, b[j], acc[j]);
 }
@@ -46,18 +48,38 @@ void fma_row_portable(float a, const float* b, float* acc, int n) {
   for (int j = 0; j < n; ++j) acc[j] = std::fma(a, b[j], acc[j]);
 }
 
+struct Block {
+  int row_begin, row_end, column_begin, column_end;
+};
+
+// The SIMD tiles cover rows [0, r) x columns [0, c) of C; these are the two
+// blocks left for the portable loops.
+std::vector<Block> rest_of(const GemmShape& s, int r, int c) {
+  std::vector<Block> rest;
+  if (c < s.n && r > 0) rest.push_back({0, r, c, s.n});
+  if (r < s.m) rest.push_back({r, s.m, 0, s.n});
+  return rest;
+}
+
 void accumulate_fp32(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
-                     std::vector<float>& acc) {
+                     std::vector<float>& acc, const GemmPolicy& policy) {
   __builtin_cpu_init();
-  const bool hardware = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-  for (int i = 0; i < s.m; ++i)
-    for (int kk = 0; kk < s.k; ++kk) {
-      const float a = A[static_cast<std::size_t>(i) * s.k + kk];
-      const float* b = &B[static_cast<std::size_t>(kk) * s.n];
-      float* c = &acc[static_cast<std::size_t>(i) * s.n];
-      if (hardware) fma_row_hardware(a, b, c, s.n);
-      else fma_row_portable(a, b, c, s.n);
-    }
+  const bool fma_unit = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  std::vector<Block> blocks = {{0, s.m, 0, s.n}};
+  if (policy.simd && detail::cpu_has_avx512()) {
+    const auto cover = detail::fp32_accumulate_tiles_avx512(A.data(), B.data(), acc.data(), s.m, s.n, s.k);
+    blocks = rest_of(s, cover.rows, cover.columns);
+  }
+  for (const Block& blk : blocks)
+    for (int i = blk.row_begin; i < blk.row_end; ++i)
+      for (int kk = 0; kk < s.k; ++kk) {
+        const float a = A[static_cast<std::size_t>(i) * s.k + kk];
+        const float* b = &B[static_cast<std::size_t>(kk) * s.n + blk.column_begin];
+        float* c = &acc[static_cast<std::size_t>(i) * s.n + blk.column_begin];
+        const int width = blk.column_end - blk.column_begin;
+        if (fma_unit) fma_row_hardware(a, b, c, width);
+        else fma_row_portable(a, b, c, width);
+      }
 }
 
 // The SIMD kernel needs every input to be an fp16 value (so products are
@@ -71,36 +93,39 @@ void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std:
                      std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
   static const formats::Format fp16 = formats::parse_format("fp16");
   const formats::RoundingContext rne{};
-  const bool simd = policy.simd && values_are_fp16(policy.input) && detail::cpu_has_avx512_fp16_accumulate();
   Counters local;
-  for (int i = 0; i < s.m; ++i)
-    for (int kk = 0; kk < s.k; ++kk) {
-      const float a_value = A[static_cast<std::size_t>(i) * s.k + kk];
-      const float* b_row = &B[static_cast<std::size_t>(kk) * s.n];
-      float* c_row = &acc[static_cast<std::size_t>(i) * s.n];
-      const int done = simd ? detail::fp16_accumulate_row_avx512(a_value, b_row, c_row, s.n, counters ? &local : nullptr) : 0;
-      const double a = a_value;
-      for (int j = done; j < s.n; ++j) {
-        float& c = c_row[j];
-        const double product = a * static_cast<double>(b_row[j]);
-        const double before = c;
-        formats::Flags flags;
-        std::uint32_t bits;
-        if (std::isfinite(product) && std::isfinite(before)) {
-          bits = formats::sum_to_format(fp16, product, before, rne, flags);
-        } else {
-          bits = formats::from_double(fp16, product + before, rne, flags);
-        }
-        c = formats::to_float(fp16, bits, flags);
-        if (counters) {
-          count_rounding(local, fp16, product + before, bits, flags);
-          if (product != 0 && std::isfinite(product) && std::isfinite(before)) {
-            local.addends_nonzero += 1;
-            local.swamped += static_cast<double>(c) == before;
+  std::vector<Block> blocks = {{0, s.m, 0, s.n}};
+  // The kernel's 32-bit lane counters take at most 4k per tile: k < 2^28 keeps them exact.
+  if (policy.simd && values_are_fp16(policy.input) && s.k < (1 << 28) && detail::cpu_has_avx512()) {
+    const auto cover = detail::fp16_accumulate_tiles_avx512(A.data(), B.data(), acc.data(), s.m, s.n, s.k,
+                                                            counters ? &local : nullptr);
+    blocks = rest_of(s, cover.rows, cover.columns);
+  }
+  for (const Block& blk : blocks)
+    for (int i = blk.row_begin; i < blk.row_end; ++i)
+      for (int kk = 0; kk < s.k; ++kk) {
+        const double a = A[static_cast<std::size_t>(i) * s.k + kk];
+        for (int j = blk.column_begin; j < blk.column_end; ++j) {
+          float& c = acc[static_cast<std::size_t>(i) * s.n + j];
+          const double product = a * static_cast<double>(B[static_cast<std::size_t>(kk) * s.n + j]);
+          const double before = c;
+          formats::Flags flags;
+          std::uint32_t bits;
+          if (std::isfinite(product) && std::isfinite(before)) {
+            bits = formats::sum_to_format(fp16, product, before, rne, flags);
+          } else {
+            bits = formats::from_double(fp16, product + before, rne, flags);
+          }
+          c = formats::to_float(fp16, bits, flags);
+          if (counters) {
+            count_rounding(local, fp16, product + before, bits, flags);
+            if (product != 0 && std::isfinite(product) && std::isfinite(before)) {
+              local.addends_nonzero += 1;
+              local.swamped += static_cast<double>(c) == before;
+            }
           }
         }
       }
-    }
   if (counters) *counters += local;
 }
 
@@ -160,7 +185,7 @@ void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const floa
   const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site(counters, "gemm.b"));
   std::vector<float> acc(s.c_size(), 0.0f);
   switch (policy.accumulation) {
-    case Accumulation::fp32: accumulate_fp32(s, A, B, acc); break;
+    case Accumulation::fp32: accumulate_fp32(s, A, B, acc, policy); break;
     case Accumulation::fp16: accumulate_fp16(s, A, B, acc, policy, site(counters, "gemm.accumulate")); break;
     case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
   }

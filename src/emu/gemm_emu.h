@@ -41,8 +41,8 @@ struct GemmPolicy {
   Accumulation accumulation = Accumulation::fp32;
   formats::Format output = formats::parse_format("fp32");
   TensorCoreModel tensor_core;
-  // Use the AVX-512 kernel for fp16 accumulation where the CPU has it (same
-  // results and counts as the portable loop; false forces the portable loop).
+  // Use the AVX-512 tile kernels where the CPU has them (same results and
+  // counts as the portable loops, element by element; false forces those).
   bool simd = true;
 };
 
