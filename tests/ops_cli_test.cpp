@@ -37,6 +37,20 @@ TEST(OpsCli, GemmJsonHasSidesPairsAndCounters) {
   EXPECT_EQ(j["counters"]["gemm.a"]["elements"], 9 * 33);
 }
 
+TEST(OpsCli, ActivationsForwardAndBackward) {
+  for (const char* op : {"relu", "leaky-relu", "tanh", "sigmoid", "tanh-backward", "sigmoid-backward"}) {
+    const auto r = run_command(ops(std::string("--op ") + op + " --shape n=3000 --json"), "");
+    ASSERT_EQ(r.exit_code, 0) << op << "\n" << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["op"], op);
+    ASSERT_GE(j["pairs"].size(), 1u);
+    EXPECT_TRUE(j["pairs"][0]["passed"].get<bool>()) << op;
+    EXPECT_EQ(j["pairs"][0]["tolerance"]["tier"], "normwise");
+    const std::string out_site = std::string(op).ends_with("-backward") ? "activation_backward.dx" : "activation.y";
+    EXPECT_EQ(j["counters"][out_site]["elements"], 3000) << op;
+  }
+}
+
 TEST(OpsCli, SameSeedSameOutput) {
   const std::string cmd = ops("--op gemm --shape m=5,n=5,k=5 --backends ref,emu --json --seed 4");
   EXPECT_EQ(run_command(cmd, "").out, run_command(cmd, "").out);

@@ -1,0 +1,18 @@
+// Activations as CUDA kernels, same shape as refs::activation_ref: host float
+// in and out; inside, the input is rounded to fp16, f (or f' * dy) computed in
+// fp32 with CUDA's accurate math (tanhf, expf; no fast-math), and the result
+// rounded to fp16 (__float2half_rn), as framework fp16 kernels do.
+#pragma once
+
+#include <span>
+
+#include "refs/activation_ref.h"
+
+namespace mpverify::gpu {
+
+// Throws std::runtime_error with gpu_unavailable_reason() without a device.
+void activation_gpu(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y);
+void activation_backward_gpu(const refs::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
+                             std::span<float> dx);
+
+}  // namespace mpverify::gpu
