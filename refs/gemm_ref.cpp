@@ -1,6 +1,8 @@
 #include "gemm_ref.h"
 
 #include <Eigen/Core>
+#include <cmath>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +41,21 @@ void gemm_ref(const GemmShape& s, std::span<const float> a, std::span<const floa
 
 void gemm_ref_fp64(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<double> c) {
   gemm<double>(s, a, b, c);
+}
+
+double gemm_condition(const GemmShape& s, std::span<const float> a, std::span<const float> b) {
+  std::vector<double> c(s.c_size()), abs_c(s.c_size());
+  gemm_ref_fp64(s, a, b, c);
+  std::vector<float> abs_a(a.begin(), a.end()), abs_b(b.begin(), b.end());
+  for (auto& x : abs_a) x = std::fabs(x);
+  for (auto& x : abs_b) x = std::fabs(x);
+  gemm_ref_fp64(s, abs_a, abs_b, abs_c);
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    num += abs_c[i] * abs_c[i];
+    den += c[i] * c[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : INFINITY;
 }
 
 }  // namespace mpverify::refs

@@ -24,4 +24,9 @@ void gemm_ref(const GemmShape& shape, std::span<const float> a, std::span<const 
 // FP64 accumulation of the same FP32 inputs: the tighter oracle.
 void gemm_ref_fp64(const GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<double> c);
 
+// || |op(A)| |op(B)| ||_F / || op(A) op(B) ||_F in FP64: the factor that turns
+// the componentwise dot-product bound |C - C_hat| <= gamma_k |A||B| (Higham,
+// eq. 3.13) into a normwise relative bound. Infinity when the product is 0.
+double gemm_condition(const GemmShape& shape, std::span<const float> a, std::span<const float> b);
+
 }  // namespace mpverify::refs

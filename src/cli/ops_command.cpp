@@ -182,18 +182,7 @@ OpResult run_gemm(const KeyValues& shape_kv, const KeyValues& policy_kv, std::ve
   // || |A||B| ||), so two sides are within the sum of their bounds; the
   // reference's bound is gamma_k(2^-24). gamma_k exists only while k u < 1;
   // past that (fp16 accumulation of 2048+ terms) there is no a priori bound.
-  std::vector<double> c64(shape.c_size()), abs_ab(shape.c_size());
-  refs::gemm_ref_fp64(shape, a, b, c64);
-  std::vector<float> abs_a(a.size()), abs_b(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::fabs(a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::fabs(b[i]);
-  refs::gemm_ref_fp64(shape, abs_a, abs_b, abs_ab);
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < c64.size(); ++i) {
-    num += abs_ab[i] * abs_ab[i];
-    den += c64[i] * c64[i];
-  }
-  const double condition = den > 0 ? std::sqrt(num / den) : INFINITY;
+  const double condition = refs::gemm_condition(shape, a, b);
   const double u_acc = policy.accumulation == emu::Accumulation::fp16          ? 0x1p-11
                        : policy.accumulation == emu::Accumulation::tensor_core ? 0x1p-21
                                                                                 : 0x1p-24;
