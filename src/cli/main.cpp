@@ -1,5 +1,6 @@
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.h"
 #include "formats/format.h"
@@ -16,6 +17,19 @@ int main(int argc, char** argv) {
   add_eval_command(root, commands);
   add_ops_command(root, commands);
 
+  // CLI11 reports an unknown command as "a subcommand is required"; name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const Command& c : commands) {
+      found |= c.app->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!found) {
+      std::cerr << "mpverify: error: unknown command '" << argv[1] << "' (commands: " << known << ")\n";
+      return 2;
+    }
+  }
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -15,17 +15,17 @@ namespace mpverify::test {
 
 struct CommandResult {
   int exit_code = -1;
-  std::string out;
+  std::string out;  // standard output (and standard error when asked for)
 };
 
-inline CommandResult run_command(const std::string& command, const std::string& input) {
+inline CommandResult run_command(const std::string& command, const std::string& input, bool with_stderr = false) {
   char path[] = "/tmp/mpverify-test-XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0) throw std::runtime_error("mkstemp failed");
   ::close(fd);
   std::ofstream(path) << input;
   CommandResult r;
-  FILE* pipe = popen((command + " < " + path + " 2>/dev/null").c_str(), "r");
+  FILE* pipe = popen((command + " < " + path + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed: " + command);
   std::array<char, 4096> buf;
   std::size_t n;
