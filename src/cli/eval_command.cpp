@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/rounding_options.h"
 #include <nlohmann/json.hpp>
 
 #include "formats/philox.h"
@@ -16,9 +17,8 @@ namespace mpverify::cli {
 
 void add_eval_command(CLI::App& root, std::vector<Command>& commands) {
   struct Options {
-    std::string op, format, rounding = "rne", tininess = "after";
-    std::uint64_t seed = 0;
-    int random_bits = 32;
+    std::string op, format;
+    RoundingOptions rounding;
     bool check = false, exact_nan = false, json = false;
   };
   auto o = std::make_shared<Options>();
@@ -35,23 +35,14 @@ void add_eval_command(CLI::App& root, std::vector<Command>& commands) {
                   "add, sub, mul, div, sqrt, fma, from-f32, from-f64, to-f32, to-f64, from-FORMAT (e.g. from-bf16)")
       ->required();
   app->add_option("--format", o->format, "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, ... or eXmY")->required();
-  app->add_option("--rounding", o->rounding, "rne, rtz, up, down, rna, odd, stochastic")->capture_default_str();
-  app->add_option("--tininess", o->tininess, "after (x86, default) or before rounding")
-      ->check(CLI::IsMember({"after", "before"}))
-      ->capture_default_str();
-  app->add_option("--seed", o->seed, "Stochastic rounding: case k (from 0) uses draw (seed, 0, k)")
-      ->capture_default_str();
-  app->add_option("--random-bits", o->random_bits, "Random bits per stochastic rounding (1..32)")
-      ->check(CLI::Range(1, 32))
-      ->capture_default_str();
+  o->rounding.add_to(app, "Stochastic rounding: case k (from 0) uses draw (seed, 0, k)");
   app->add_flag("--check", o->check, "Compare with the expected result and flags on each line");
   app->add_flag("--exact-nan", o->exact_nan, "With --check: NaN results must match bit for bit");
   app->add_flag("--json", o->json, "Print a JSON object instead of lines");
 
   commands.push_back({app, [o] {
     const formats::Format format = formats::parse_format(o->format);
-    const auto mode = formats::parse_rounding(o->rounding);
-    if (!mode) throw UsageError("--rounding '" + o->rounding + "': expected rne, rtz, up, down, rna, odd or stochastic");
+    formats::RoundingContext rc = o->rounding.context();
     io::Operation op;
     try {
       op = io::parse_operation(o->op, format);
@@ -72,16 +63,12 @@ void add_eval_command(CLI::App& root, std::vector<Command>& commands) {
       }
     }
 
-    formats::RoundingContext rc{*mode,
-                                o->tininess == "after" ? formats::Tininess::after_rounding
-                                                       : formats::Tininess::before_rounding,
-                                o->random_bits, 0};
     std::size_t passed = 0, failed = 0;
     nlohmann::json json_cases = nlohmann::json::array();
     std::string text;
     for (std::size_t k = 0; k < cases.size(); ++k) {
       const auto& [line_number, c] = cases[k];
-      rc.random = formats::stochastic_draw(o->seed, 0, k);
+      rc.random = formats::stochastic_draw(o->rounding.seed, 0, k);
       const io::Outcome ours = io::evaluate(op, c, rc);
       std::string operands;
       for (auto v : c.operands) operands += io::hex_field(v, op.operand_bits()) + " ";
@@ -116,8 +103,8 @@ void add_eval_command(CLI::App& root, std::vector<Command>& commands) {
     if (o->json) {
       nlohmann::json out = {{"op", o->op},
                             {"format", format.name},
-                            {"rounding", std::string(formats::to_string(*mode))},
-                            {"tininess", o->tininess},
+                            {"rounding", std::string(formats::to_string(rc.mode))},
+                            {"tininess", o->rounding.tininess},
                             {"cases", std::move(json_cases)}};
       if (o->check) {
         out["passed"] = passed;

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_value.h"
+#include "cli/rounding_options.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
 #include "formats/format.h"
@@ -63,9 +64,8 @@ std::string join(const std::vector<std::string>& names) {
 
 void add_round_command(CLI::App& root, std::vector<Command>& commands) {
   struct Options {
-    std::string format, rounding = "rne", tininess = "after";
-    std::uint64_t seed = 0;
-    int random_bits = 32;
+    std::string format;
+    RoundingOptions rounding;
     bool json = false;
     std::vector<std::string> values;
   };
@@ -76,22 +76,13 @@ void add_round_command(CLI::App& root, std::vector<Command>& commands) {
       "Values are decimal (read as the nearest double), or float32 bits such as 0x3f800000;\n"
       "with no VALUE they are read from standard input, one per line.");
   app->add_option("--format", o->format, "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, ... or eXmY (e.g. e5m7)")->required();
-  app->add_option("--rounding", o->rounding, "rne, rtz, up, down, rna, odd, stochastic")->capture_default_str();
-  app->add_option("--seed", o->seed, "Seed for stochastic rounding: value k uses draw (seed, 0, k)")
-      ->capture_default_str();
-  app->add_option("--random-bits", o->random_bits, "Random bits per stochastic rounding (1..32)")
-      ->check(CLI::Range(1, 32))
-      ->capture_default_str();
-  app->add_option("--tininess", o->tininess, "Tininess detection: after (x86) or before rounding")
-      ->check(CLI::IsMember({"after", "before"}))
-      ->capture_default_str();
+  o->rounding.add_to(app, "Seed for stochastic rounding: value k uses draw (seed, 0, k)");
   app->add_flag("--json", o->json, "Print a JSON array");
   app->add_option("VALUE", o->values, "Values to round");
 
   commands.push_back({app, [o] {
     const formats::Format f = formats::parse_format(o->format);
-    const auto mode = formats::parse_rounding(o->rounding);
-    if (!mode) throw UsageError("--rounding '" + o->rounding + "': expected rne, rtz, up, down, rna, odd or stochastic");
+    formats::RoundingContext rc = o->rounding.context();
 
     // Read and check every input before printing anything.
     std::vector<Input> inputs;
@@ -108,15 +99,11 @@ void add_round_command(CLI::App& root, std::vector<Command>& commands) {
         inputs.push_back(parse_input(o->values[k], "VALUE " + std::to_string(k + 1)));
     }
 
-    formats::RoundingContext rc{*mode,
-                                o->tininess == "after" ? formats::Tininess::after_rounding
-                                                       : formats::Tininess::before_rounding,
-                                o->random_bits, 0};
     nlohmann::json out = nlohmann::json::array();
     if (!o->json)
       std::printf("%-24s %-12s %-24s %s\n", "input", "bits", "value", "flags");
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      rc.random = formats::stochastic_draw(o->seed, 0, k);
+      rc.random = formats::stochastic_draw(o->rounding.seed, 0, k);
       formats::Flags flags;
       const std::uint32_t bits = inputs[k].is_float_bits ? formats::from_float(f, inputs[k].float_value, rc, flags)
                                                          : formats::from_double(f, inputs[k].value, rc, flags);

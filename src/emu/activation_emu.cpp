@@ -12,8 +12,6 @@ namespace mpverify::emu {
 
 namespace {
 
-Counters* site(CounterSet* set, std::string_view name) { return set ? &set->at(name) : nullptr; }
-
 std::vector<float> rounded(std::span<const float> x, const formats::Format& f, Counters* counters) {
   std::vector<float> out(x.begin(), x.end());
   quantize(out, out, QuantizeSpec{f}, counters);
@@ -43,22 +41,22 @@ void check(std::size_t a, std::size_t b, const char* what) {
 void activation_emu(const ActivationParams& p, std::span<const float> x, std::span<float> y,
                     const ElementwisePolicy& policy, CounterSet* counters) {
   check(x.size(), y.size(), "x and y");
-  const std::vector<float> xr = rounded(x, policy.input, site(counters, "activation.x"));
+  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "activation.x"));
   std::vector<double> exact(xr.size());
   for (std::size_t i = 0; i < xr.size(); ++i) exact[i] = refs::activation_fp64(p, xr[i]);
-  round_out(exact, y, policy.output, site(counters, "activation.y"));
+  round_out(exact, y, policy.output, site_counters(counters, "activation.y"));
 }
 
 void activation_backward_emu(const ActivationParams& p, std::span<const float> x, std::span<const float> dy,
                              std::span<float> dx, const ElementwisePolicy& policy, CounterSet* counters) {
   check(x.size(), dy.size(), "x and dy");
   check(x.size(), dx.size(), "x and dx");
-  const std::vector<float> xr = rounded(x, policy.input, site(counters, "activation_backward.x"));
-  const std::vector<float> dyr = rounded(dy, policy.input, site(counters, "activation_backward.dy"));
+  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "activation_backward.x"));
+  const std::vector<float> dyr = rounded(dy, policy.input, site_counters(counters, "activation_backward.dy"));
   std::vector<double> exact(xr.size());
   for (std::size_t i = 0; i < xr.size(); ++i)
     exact[i] = refs::activation_derivative_fp64(p, xr[i]) * static_cast<double>(dyr[i]);
-  round_out(exact, dx, policy.output, site(counters, "activation_backward.dx"));
+  round_out(exact, dx, policy.output, site_counters(counters, "activation_backward.dx"));
 }
 
 }  // namespace mpverify::emu

@@ -23,21 +23,15 @@ void add_loop(std::span<const float> w, std::span<const float> u, std::span<floa
     const double wi = w[i], ui = u[i];
     Flags flags;
     std::uint32_t bits;
-    if (std::isfinite(wi) && std::isfinite(ui)) {
-      bits = sum_to_format(spec.format, wi, ui, rc, flags);
-    } else if (std::isnan(w[i]) || std::isnan(u[i])) {
-      // The first NaN operand propagates, quieted; a signalling NaN anywhere
-      // raises invalid (from_float on the float keeps its signalling bit).
+    if (std::isnan(w[i]) || std::isnan(u[i])) {
+      // Handled on the floats, not the widened doubles: widening would quiet
+      // a signalling NaN and lose its invalid flag. The first NaN propagates.
       const float first_nan = std::isnan(w[i]) ? w[i] : u[i];
       const float other = std::isnan(w[i]) ? u[i] : w[i];
       bits = from_float(spec.format, first_nan, rc, flags);
       if (std::isnan(other)) from_float(spec.format, other, rc, flags);
-    } else if (std::isinf(wi) && std::isinf(ui) && std::signbit(wi) != std::signbit(ui)) {
-      flags.raise(Flags::invalid);  // inf - inf
-      bits = spec.format.default_nan_bits();
     } else {
-      // inf + finite is that infinity exactly: the finite addend is never rounded.
-      bits = from_double(spec.format, std::isinf(wi) ? wi : ui, rc, flags);
+      bits = sum_to_format(spec.format, wi, ui, rc, flags);
     }
     const float result = to_float(spec.format, bits, flags);
     out[i] = result;

@@ -50,4 +50,7 @@ class CounterSet {
   std::map<std::string, Counters, std::less<>> sites_;
 };
 
+// The counters of `site` in `set`, or nullptr (counting off) when set is null.
+inline Counters* site_counters(CounterSet* set, std::string_view site) { return set ? &set->at(site) : nullptr; }
+
 }  // namespace mpverify::emu

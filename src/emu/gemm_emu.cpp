@@ -24,8 +24,6 @@ std::string_view to_string(Accumulation a) {
 
 namespace {
 
-Counters* site(CounterSet* set, std::string_view name) { return set ? &set->at(name) : nullptr; }
-
 // op(X) gathered into a row-major rows x cols matrix, rounded to the input format.
 std::vector<float> rounded_operand(std::span<const float> x, int rows, int cols, bool transposed,
                                    const formats::Format& f, Counters* counters) {
@@ -110,12 +108,7 @@ void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std:
           const double product = a * static_cast<double>(B[static_cast<std::size_t>(kk) * s.n + j]);
           const double before = c;
           formats::Flags flags;
-          std::uint32_t bits;
-          if (std::isfinite(product) && std::isfinite(before)) {
-            bits = formats::sum_to_format(fp16, product, before, rne, flags);
-          } else {
-            bits = formats::from_double(fp16, product + before, rne, flags);
-          }
+          const std::uint32_t bits = formats::sum_to_format(fp16, product, before, rne, flags);
           c = formats::to_float(fp16, bits, flags);
           if (counters) {
             count_rounding(local, fp16, product + before, bits, flags);
@@ -181,15 +174,15 @@ void accumulate_tensor_core(const GemmShape& s, const std::vector<float>& A, con
 void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters) {
   s.check(a.size(), b.size(), c.size());
-  const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site(counters, "gemm.a"));
-  const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site(counters, "gemm.b"));
+  const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site_counters(counters, "gemm.a"));
+  const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site_counters(counters, "gemm.b"));
   std::vector<float> acc(s.c_size(), 0.0f);
   switch (policy.accumulation) {
     case Accumulation::fp32: accumulate_fp32(s, A, B, acc, policy); break;
-    case Accumulation::fp16: accumulate_fp16(s, A, B, acc, policy, site(counters, "gemm.accumulate")); break;
+    case Accumulation::fp16: accumulate_fp16(s, A, B, acc, policy, site_counters(counters, "gemm.accumulate")); break;
     case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
   }
-  quantize(acc, c, QuantizeSpec{policy.output}, site(counters, "gemm.c"));
+  quantize(acc, c, QuantizeSpec{policy.output}, site_counters(counters, "gemm.c"));
 }
 
 }  // namespace mpverify::emu

@@ -15,6 +15,7 @@
 // least 2^-48, far above float's subnormals, so nothing else rounds.
 // Counts mirror accumulate_fp16 in gemm_emu.cpp exactly (a test compares).
 #include "emu/gemm_emu_simd.h"
+#include "emu/quantize_simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -70,18 +71,18 @@ __attribute__((target("avx512f"))) inline __m512 fp16_step(__m512 va, __m512 vb,
     // vector, and the full classification only when a lane is out of range.
     const __m512 ar = _mm512_abs_ps(result);
     const __m512 ax = _mm512_abs_ps(rd);  // classifies x like the exact value
-    const __mmask16 in_range = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0x1p-14f), _CMP_GE_OQ) &
-                               _mm512_cmp_ps_mask(ar, _mm512_set1_ps(0x1p-14f), _CMP_GE_OQ) &
-                               _mm512_cmp_ps_mask(ar, _mm512_set1_ps(65504.0f), _CMP_LE_OQ);
+    const __mmask16 in_range = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(kFp16MinNormal), _CMP_GE_OQ) &
+                               _mm512_cmp_ps_mask(ar, _mm512_set1_ps(kFp16MinNormal), _CMP_GE_OQ) &
+                               _mm512_cmp_ps_mask(ar, _mm512_set1_ps(kFp16MaxFinite), _CMP_LE_OQ);
     if (in_range != 0xffff) {
       const __mmask16 finite = _mm512_cmp_ps_mask(ax, infinity, _CMP_LT_OQ);
       const __mmask16 x_zero = _mm512_cmp_ps_mask(rd, zero, _CMP_EQ_OQ) & _mm512_cmp_ps_mask(ru, zero, _CMP_EQ_OQ);
       bump(n.zeros, x_zero);
       bump(n.nonfinite, static_cast<__mmask16>(~finite));
-      // tininess after rounding: |x| < 2^-14 - 2^-26 (see quantize_x86.cpp); odd is on the same side as x
-      bump(n.underflow, _mm512_mask_cmp_ps_mask(inexact, _mm512_abs_ps(odd), _mm512_set1_ps(0x1p-14f - 0x1p-26f), _CMP_LT_OQ));
+      // tininess after rounding (quantize_simd.h); odd lies on the same side of the bound as x
+      bump(n.underflow, _mm512_mask_cmp_ps_mask(inexact, _mm512_abs_ps(odd), _mm512_set1_ps(kFp16TinyAfterRounding), _CMP_LT_OQ));
       bump(n.to_zero, _mm512_mask_cmp_ps_mask(finite & static_cast<__mmask16>(~x_zero), result, zero, _CMP_EQ_OQ));
-      bump(n.subnormal, _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(ar, zero, _CMP_NEQ_OQ), ar, _mm512_set1_ps(0x1p-14f), _CMP_LT_OQ));
+      bump(n.subnormal, _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(ar, zero, _CMP_NEQ_OQ), ar, _mm512_set1_ps(kFp16MinNormal), _CMP_LT_OQ));
       bump(n.overflow, _mm512_mask_cmp_ps_mask(finite, ar, infinity, _CMP_EQ_OQ));
       bump(n.nan_created, _mm512_cmp_ps_mask(rd, rd, _CMP_ORD_Q) & _mm512_cmp_ps_mask(result, result, _CMP_UNORD_Q));
     }

@@ -14,14 +14,6 @@
 namespace mpverify::emu::detail {
 
 namespace {
-// fp16 thresholds, as floats.
-constexpr float kMinNormal = 0x1p-14f;
-// Tininess after rounding: |x| rounded to 11 bits with an unbounded exponent
-// stays below 2^-14 exactly when |x| < 2^-14 - 2^-26 (the midpoint between
-// 2^-14 and its 11-bit predecessor 2^-14 - 2^-25; the tie goes to 2^-14, whose
-// last bit is even).
-constexpr float kTinyAfterRounding = 0x1p-14f - 0x1p-26f;
-constexpr float kMaxFinite = 65504.0f;
 
 struct Tally {
   std::uint64_t zeros_in = 0, nonfinite_in = 0, inexact = 0, underflow = 0, underflow_to_zero = 0, subnormal = 0,
@@ -81,11 +73,11 @@ __attribute__((target("avx2,f16c,popcnt"))) static std::size_t avx2_kernel(const
       t.zeros_in += count(_mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
       t.nonfinite_in += count(_mm256_cmp_ps(ax, infinity, _CMP_NLT_UQ));
       t.inexact += count(inexact);
-      t.underflow += count(_mm256_and_ps(inexact, _mm256_cmp_ps(ax, _mm256_set1_ps(kTinyAfterRounding), _CMP_LT_OQ)));
+      t.underflow += count(_mm256_and_ps(inexact, _mm256_cmp_ps(ax, _mm256_set1_ps(kFp16TinyAfterRounding), _CMP_LT_OQ)));
       t.underflow_to_zero += count(_mm256_and_ps(_mm256_and_ps(finite, nonzero), _mm256_cmp_ps(back, zero, _CMP_EQ_OQ)));
       t.subnormal += count(_mm256_and_ps(_mm256_cmp_ps(ab, zero, _CMP_NEQ_OQ),
-                                         _mm256_cmp_ps(ab, _mm256_set1_ps(kMinNormal), _CMP_LT_OQ)));
-      t.overflow += count(_mm256_and_ps(finite, _mm256_cmp_ps(ab, _mm256_set1_ps(kMaxFinite), _CMP_GT_OQ)));
+                                         _mm256_cmp_ps(ab, _mm256_set1_ps(kFp16MinNormal), _CMP_LT_OQ)));
+      t.overflow += count(_mm256_and_ps(finite, _mm256_cmp_ps(ab, _mm256_set1_ps(kFp16MaxFinite), _CMP_GT_OQ)));
     }
   }
   if constexpr (Count) t.add_to(*counters, whole);
@@ -101,9 +93,9 @@ __attribute__((target("avx512f,popcnt"))) static std::size_t avx512_kernel(const
   Tally t;
   const __m512 zero = _mm512_setzero_ps();
   const __m512 infinity = _mm512_set1_ps(__builtin_inff());
-  const __m512 tiny = _mm512_set1_ps(kTinyAfterRounding);
-  const __m512 min_normal = _mm512_set1_ps(kMinNormal);
-  const __m512 max_finite = _mm512_set1_ps(kMaxFinite);
+  const __m512 tiny = _mm512_set1_ps(kFp16TinyAfterRounding);
+  const __m512 min_normal = _mm512_set1_ps(kFp16MinNormal);
+  const __m512 max_finite = _mm512_set1_ps(kFp16MaxFinite);
   for (std::size_t i = 0; i < whole; i += 16) {
     const __m512 x = _mm512_loadu_ps(in + i);
     const __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -8,19 +8,18 @@ namespace mpverify::formats {
 
 std::uint32_t add(const Format& f, std::uint32_t a, std::uint32_t b, const RoundingContext& rc, Flags& flags) {
   if (is_nan(f, a) || is_nan(f, b)) return detail::propagate_nan(f, a, b, flags);
-  const double x = to_double(f, a);
-  const double y = to_double(f, b);
-  if (std::isinf(x) || std::isinf(y)) {
-    if (std::isinf(x) && std::isinf(y) && std::signbit(x) != std::signbit(y)) {
-      flags.raise(Flags::invalid);
-      return f.default_nan_bits();
-    }
-    return std::isinf(x) ? a : b;
-  }
-  return sum_to_format(f, x, y, rc, flags);
+  return sum_to_format(f, to_double(f, a), to_double(f, b), rc, flags);
 }
 
 std::uint32_t sum_to_format(const Format& f, double x, double y, const RoundingContext& rc, Flags& flags) {
+  if (std::isnan(x) || std::isnan(y)) return from_double(f, std::isnan(x) ? x : y, rc, flags);  // first NaN, quieted
+  if (std::isinf(x) || std::isinf(y)) {
+    if (std::isinf(x) && std::isinf(y) && std::signbit(x) != std::signbit(y)) {
+      flags.raise(Flags::invalid);  // inf - inf
+      return f.default_nan_bits();
+    }
+    return from_double(f, std::isinf(x) ? x : y, rc, flags);  // inf + finite is that infinity, exactly
+  }
   // x + y needs up to ~280 bits; the double sum plus its exact TwoSum error
   // carries all that rounding to <= 24 bits needs (round_pack.h).
   const double sum = x + y;

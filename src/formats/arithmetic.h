@@ -25,8 +25,11 @@ std::uint32_t from_float(const Format& f, float x, const RoundingContext& rc, Fl
 std::uint32_t convert(const Format& from, std::uint32_t bits, const Format& to,
                       const RoundingContext& rc, Flags& flags);
 
-// x + y for any finite doubles whose sum cannot overflow double (e.g. two
-// floats), rounded once to f. Used by the array routines for w + u.
+// x + y, rounded once to f, for any doubles whose finite sum cannot overflow
+// double (e.g. two floats, or a product of two format values plus a third).
+// NaNs and infinities follow IEEE 754: the first NaN propagates quieted,
+// inf - inf is invalid, inf + finite is that infinity. add() and the array
+// and GEMM routines all end here.
 std::uint32_t sum_to_format(const Format& f, double x, double y, const RoundingContext& rc, Flags& flags);
 
 // --- arithmetic (operands and result in format f) ---------------------------

@@ -6,6 +6,7 @@
 #include "gpu/activation_gpu.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
+#include "gpu/device_buffer.h"
 
 namespace mpverify::gpu {
 
@@ -55,16 +56,10 @@ __global__ void backward_kernel(Activation kind, float slope, const float* x, co
   dx[i] = __half2float(__float2half_rn(derivative(kind, slope, xh) * dyh));
 }
 
-class DeviceFloats {
- public:
-  explicit DeviceFloats(std::size_t n) { MPVERIFY_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(float) + 1)); }
-  ~DeviceFloats() { cudaFree(p_); }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  float* get() const { return p_; }
-
- private:
-  float* p_ = nullptr;
+// A device array of n floats.
+struct DeviceFloats : detail::DeviceBuffer {
+  explicit DeviceFloats(std::size_t n) : detail::DeviceBuffer(n * sizeof(float)) {}
+  float* get() const { return as<float>(); }
 };
 
 void require_device(std::size_t a, std::size_t b) {

@@ -7,24 +7,14 @@
 
 #include "gpu/check.h"
 #include "gpu/device.h"
+#include "gpu/device_buffer.h"
 #include "gpu/gemm_gpu.h"
 
 namespace mpverify::gpu {
 
 namespace {
 
-// Owns one device allocation.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) { MPVERIFY_CUDA_CHECK(cudaMalloc(&ptr_, bytes)); }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
+using detail::DeviceBuffer;
 
 class CublasHandle {
  public:

@@ -3,6 +3,8 @@
 // bits and flags, and keep the first mismatches in TestFloat's hex style.
 #pragma once
 
+#include "support/parallel.h"
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -181,19 +183,12 @@ class Tally {
   std::vector<std::string> lines_;
 };
 
-// Runs body(i) for i in [0, n) on `threads` threads (interleaved blocks).
+// Runs body(i) for i in [0, n) on all hardware threads (support/parallel.h).
 template <class Body>
-void parallel_for(std::uint32_t n, Body body, unsigned threads = 2) {
-  if (threads <= 1 || n < 2) {
-    for (std::uint32_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (std::uint32_t i = t; i < n; i += threads) body(i);
-    });
-  for (auto& th : pool) th.join();
+void parallel_for(std::uint32_t n, Body body) {
+  test::parallel_chunks(n, 1, [&](std::uint64_t begin, std::uint64_t end) {
+    for (std::uint64_t i = begin; i < end; ++i) body(static_cast<std::uint32_t>(i));
+  });
 }
 
 // A 64-bit LCG (Knuth's MMIX constants) with an output mix, seeded fixedly
