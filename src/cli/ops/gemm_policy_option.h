@@ -1,0 +1,26 @@
+// --policy for ops that multiply and accumulate (gemm, conv2d): input=FORMAT,
+// accumulate=fp32|fp16|tensor-core, output=FORMAT, block=N, extra=N,
+// tc-rounding=rtz|rne. Shared so the two read the same keys the same way.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "cli/ops/op_common.h"
+#include "emu/gemm_emu.h"
+
+namespace mpverify::cli::ops {
+
+inline constexpr const char* kGemmPolicyHelp =
+    "input=FORMAT (fp16), accumulate=fp32|fp16|tensor-core, output=FORMAT (fp32), block=N and extra=N "
+    "(tensor-core model), tc-rounding=rtz|rne";
+
+// Reads the keys above (and only those: others are the caller's to check).
+emu::GemmPolicy gemm_policy_option(const KeyValues& policy);
+nlohmann::json to_json(const emu::GemmPolicy& policy);
+
+// The unit roundoff of one accumulation step under the policy: fp32 2^-24,
+// fp16 2^-11, the tensor-core model 2^-21 (the bound used for the default
+// 3 extra bits; truncation and the round-toward-zero of each block's sum).
+double accumulation_unit_roundoff(const emu::GemmPolicy& policy);
+
+}  // namespace mpverify::cli::ops
