@@ -1,0 +1,66 @@
+#include "emu/exponent_histogram.h"
+
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace mpverify::emu {
+
+std::uint64_t& ExponentHistogram::at(int e) {
+  if (e < min_exponent || e > max_exponent)
+    throw std::out_of_range("ExponentHistogram: exponent " + std::to_string(e) + " outside [" +
+                            std::to_string(min_exponent) + ", " + std::to_string(max_exponent) + "]");
+  return bins[static_cast<std::size_t>(e - min_exponent)];
+}
+
+std::uint64_t ExponentHistogram::at(int e) const { return const_cast<ExponentHistogram&>(*this).at(e); }
+
+int floor_log2(double v) {
+  if (v == 0 || !std::isfinite(v)) throw std::invalid_argument("floor_log2: needs a finite non-zero value");
+  int e = 0;
+  std::frexp(v, &e);  // |v| = m * 2^e with m in [0.5, 1): exact
+  return e - 1;
+}
+
+void ExponentHistogram::add(double v) {
+  if (std::isnan(v)) ++nans;
+  else if (std::isinf(v)) ++infinities;
+  else if (v == 0) ++zeros;
+  else if (const int e = floor_log2(v); e < min_exponent) ++below_range;
+  else if (e > max_exponent) ++above_range;
+  else ++bins[static_cast<std::size_t>(e - min_exponent)];
+}
+
+void ExponentHistogram::add(std::span<const float> values, float scale) {
+  const double s = scale;
+  for (const float x : values) add(static_cast<double>(x) * s);
+}
+
+std::uint64_t ExponentHistogram::total() const {
+  return std::accumulate(bins.begin(), bins.end(), std::uint64_t{0}) + zeros + nans + infinities + below_range +
+         above_range;
+}
+
+ExponentHistogram& ExponentHistogram::operator+=(const ExponentHistogram& o) {
+  for (std::size_t i = 0; i < bins.size(); ++i) bins[i] += o.bins[i];
+  zeros += o.zeros;
+  nans += o.nans;
+  infinities += o.infinities;
+  below_range += o.below_range;
+  above_range += o.above_range;
+  return *this;
+}
+
+FormatThresholds format_thresholds(const formats::Format& f) {
+  FormatThresholds t;
+  t.min_subnormal = f.min_subnormal();
+  t.min_normal = f.min_normal();
+  t.max_finite = f.max_finite();
+  t.min_subnormal_exponent = floor_log2(t.min_subnormal);
+  t.min_normal_exponent = floor_log2(t.min_normal);
+  t.max_finite_exponent = floor_log2(t.max_finite);
+  return t;
+}
+
+}  // namespace mpverify::emu
