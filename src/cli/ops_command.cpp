@@ -79,8 +79,10 @@ int report(const std::string& op, const OpResult& r, std::uint64_t seed, bool js
                {"used", bounded ? json_number(cmp.tolerance_used) : nlohmann::json(nullptr)}}},
              {"passed", cmp.passed}});
         if (!cmp.failure.empty()) json_pairs.back()["failure"] = cmp.failure;
-        const std::string tolerance = std::string(compare::to_string(tol.tier)) + " " +
-                                      (tol.tier == compare::Tier::bit_exact ? "" : json_number(tol.bound).dump());
+        char bound[32] = "";
+        if (tol.tier != compare::Tier::bit_exact) std::snprintf(bound, sizeof bound, " %.4g", tol.bound);
+        std::string tolerance(compare::to_string(tol.tier));
+        tolerance += bound;
         const std::string used =
             bounded ? std::to_string(cmp.tolerance_used).substr(0, 5) : "n/a (no a priori bound)";
         std::snprintf(line, sizeof line, "%-9s %-9s %13.4g  %14.4g  %13.4f  %15.4g  %-20.20s %s%s\n",
