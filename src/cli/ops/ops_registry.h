@@ -10,12 +10,14 @@ namespace mpverify::cli::ops {
 OpFamily gemm_op_family();
 OpFamily activation_op_family();
 OpFamily loss_op_family();
+OpFamily optimizer_op_family();
 
 inline std::vector<OpFamily> all_op_families() {
   return {
       gemm_op_family(),
       activation_op_family(),
       loss_op_family(),
+      optimizer_op_family(),
   };
 }
 

@@ -1,0 +1,24 @@
+// Without CUDA the GPU optimizers check their arguments, then say why they
+// cannot run.
+#ifndef MPVERIFY_WITH_CUDA
+#include <stdexcept>
+
+#include "gpu/device.h"
+#include "gpu/optimizer_gpu.h"
+
+namespace mpverify::gpu {
+
+void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+                  std::span<const float> g, const OptimizerStorage&) {
+  refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
+  throw std::runtime_error(gpu_unavailable_reason());
+}
+
+void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+                   std::span<float> v, std::span<const float> g, const OptimizerStorage&) {
+  refs::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
+  throw std::runtime_error(gpu_unavailable_reason());
+}
+
+}  // namespace mpverify::gpu
+#endif
