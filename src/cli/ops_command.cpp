@@ -3,6 +3,7 @@
 // inputs; every pair of sides compared on every output tensor, and the
 // emulator's counters. The ops themselves live in cli/ops/, one family per
 // file; this file parses the common options and prints any OpResult.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -93,11 +94,16 @@ int report(const std::string& op, const OpResult& r, std::uint64_t seed, bool js
       }
     }
   nlohmann::json json_counters = nlohmann::json::object();
-  if (!r.counters.sites().empty())
-    text += "\ncounters (emu)            elements  inexact  underflow_to_zero  subnormal  overflow  swamped\n";
+  int name_width = 25;
+  for (const auto& [name, c] : r.counters.sites()) name_width = std::max(name_width, static_cast<int>(name.size()));
+  if (!r.counters.sites().empty()) {
+    std::snprintf(line, sizeof line, "\n%-*s %9s %8s %18s %10s %9s %8s\n", name_width, "counters (emu)", "elements",
+                  "inexact", "underflow_to_zero", "subnormal", "overflow", "swamped");
+    text += line;
+  }
   for (const auto& [name, c] : r.counters.sites()) {
     json_counters[name] = counters_json(c);
-    std::snprintf(line, sizeof line, "%-25s %9llu %8llu %18llu %10llu %9llu %8llu\n", name.c_str(),
+    std::snprintf(line, sizeof line, "%-*s %9llu %8llu %18llu %10llu %9llu %8llu\n", name_width, name.c_str(),
                   static_cast<unsigned long long>(c.elements), static_cast<unsigned long long>(c.inexact),
                   static_cast<unsigned long long>(c.underflow_to_zero), static_cast<unsigned long long>(c.subnormal),
                   static_cast<unsigned long long>(c.overflow), static_cast<unsigned long long>(c.swamped));
