@@ -42,6 +42,13 @@ TEST(Quantize, CountsAHandMadeArray) {
     EXPECT_EQ(out[4], inf);
     EXPECT_EQ(out[2], 0.0f);
     EXPECT_EQ(out[7], 1.0f);
+    // In place (allowed by the header): the counts must read the inputs, not
+    // the results already stored over them.
+    emu::Counters in_place;
+    emu::quantize(big, big, emu::QuantizeSpec{fp16}, &in_place, path);
+    EXPECT_EQ(in_place, c);
+    for (std::size_t i = 0; i < big.size(); ++i)
+      EXPECT_TRUE(big[i] == out[i] || (std::isnan(big[i]) && std::isnan(out[i]))) << i;
   }
 }
 

@@ -36,9 +36,10 @@ void round_portable(std::span<const float> in, const QuantizeSpec& spec, Counter
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (stochastic) rc.random = formats::stochastic_draw(spec.seed, spec.stream, spec.first_index + i);
     Flags flags;
-    const std::uint32_t bits = formats::from_float(spec.format, in[i], rc, flags);
+    const float x = in[i];  // read before the store: in and out may be the same array
+    const std::uint32_t bits = formats::from_float(spec.format, x, rc, flags);
     store(i, bits);
-    if constexpr (Count) count_rounding(local, spec.format, static_cast<double>(in[i]), bits, flags);
+    if constexpr (Count) count_rounding(local, spec.format, static_cast<double>(x), bits, flags);
   }
   if constexpr (Count) *counters += local;
 }
