@@ -9,11 +9,13 @@ namespace mpverify::cli::ops {
 
 OpFamily gemm_op_family();
 OpFamily activation_op_family();
+OpFamily conv2d_op_family();
 
 inline std::vector<OpFamily> all_op_families() {
   return {
       gemm_op_family(),
       activation_op_family(),
+      conv2d_op_family(),
   };
 }
 
