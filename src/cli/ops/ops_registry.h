@@ -11,6 +11,7 @@ OpFamily gemm_op_family();
 OpFamily activation_op_family();
 OpFamily loss_op_family();
 OpFamily optimizer_op_family();
+OpFamily conv2d_op_family();
 
 inline std::vector<OpFamily> all_op_families() {
   return {
@@ -18,6 +19,7 @@ inline std::vector<OpFamily> all_op_families() {
       activation_op_family(),
       loss_op_family(),
       optimizer_op_family(),
+      conv2d_op_family(),
   };
 }
 

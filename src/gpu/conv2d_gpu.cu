@@ -1,0 +1,178 @@
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "gpu/check.h"
+#include "gpu/conv2d_gpu.h"
+#include "gpu/device.h"
+#include "gpu/device_buffer.h"
+
+namespace mpverify::gpu {
+
+namespace {
+
+using detail::DeviceBuffer;
+
+// One cuDNN object, created and destroyed with the library's pair of calls.
+template <typename T, cudnnStatus_t (*create)(T*), cudnnStatus_t (*destroy)(T)>
+class Owned {
+ public:
+  Owned() { MPVERIFY_CUDNN_CHECK(create(&object_)); }
+  ~Owned() { destroy(object_); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  T get() const { return object_; }
+
+ private:
+  T object_{};
+};
+
+using Handle = Owned<cudnnHandle_t, cudnnCreate, cudnnDestroy>;
+using TensorDescriptor = Owned<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor = Owned<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor =
+    Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+
+__global__ void to_half(const float* in, __half* out, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = __float2half_rn(in[i]);
+}
+__global__ void half_to_float(const __half* in, float* out, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = __half2float(in[i]);
+}
+
+unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + 255) / 256); }
+
+// The descriptors of one convolution: x (n,c,h,w), w (k,c,r,s), y (n,k,p,q)
+// in the compute's data type, cross-correlation (as refs::conv2d_forward_ref)
+// computed in fp32.
+struct Convolution {
+  Handle handle;
+  TensorDescriptor x, y;
+  FilterDescriptor w;
+  ConvolutionDescriptor conv;
+  cudnnDataType_t type;
+
+  Convolution(const Conv2dShape& s, ConvCompute compute)
+      : type(compute == ConvCompute::fp32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF) {
+    MPVERIFY_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x.get(), CUDNN_TENSOR_NCHW, type, s.n, s.c, s.h, s.w));
+    MPVERIFY_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w.get(), type, CUDNN_TENSOR_NCHW, s.k, s.c, s.r, s.s));
+    MPVERIFY_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y.get(), CUDNN_TENSOR_NCHW, type, s.n, s.k, s.p(), s.q()));
+    MPVERIFY_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv.get(), s.pad, s.pad, s.stride, s.stride, 1, 1,
+                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    // FMA math keeps fp32 convolutions off TF32; tensor-op math lets the fp16 ones use the tensor cores.
+    MPVERIFY_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(conv.get(), compute == ConvCompute::fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    int n = 0, k = 0, p = 0, q = 0;
+    MPVERIFY_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &k, &p, &q));
+    if (n != s.n || k != s.k || p != s.p() || q != s.q())
+      throw std::logic_error("conv2d_gpu: cuDNN's output shape (" + std::to_string(n) + "," + std::to_string(k) + "," +
+                             std::to_string(p) + "," + std::to_string(q) + ") differs from Conv2dShape's");
+  }
+  std::size_t element_bytes() const { return type == CUDNN_DATA_FLOAT ? 4 : 2; }
+};
+
+// Host floats to a device tensor of the convolution's type (fp16 by
+// __float2half_rn on the device, through the float staging buffer).
+void upload(std::span<const float> host, const Convolution& cv, void* device, DeviceBuffer& staging) {
+  if (cv.type == CUDNN_DATA_FLOAT) {
+    MPVERIFY_CUDA_CHECK(cudaMemcpy(device, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+    return;
+  }
+  MPVERIFY_CUDA_CHECK(cudaMemcpy(staging.get(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+  to_half<<<blocks_for(host.size()), 256>>>(staging.as<float>(), static_cast<__half*>(device), host.size());
+  MPVERIFY_CUDA_CHECK(cudaGetLastError());
+}
+
+void download(const void* device, const Convolution& cv, std::span<float> host, DeviceBuffer& staging) {
+  if (cv.type == CUDNN_DATA_FLOAT) {
+    MPVERIFY_CUDA_CHECK(cudaMemcpy(host.data(), device, host.size_bytes(), cudaMemcpyDeviceToHost));
+  } else {
+    half_to_float<<<blocks_for(host.size()), 256>>>(static_cast<const __half*>(device), staging.as<float>(),
+                                                     host.size());
+    MPVERIFY_CUDA_CHECK(cudaGetLastError());
+    MPVERIFY_CUDA_CHECK(cudaMemcpy(host.data(), staging.get(), host.size_bytes(), cudaMemcpyDeviceToHost));
+  }
+  MPVERIFY_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void require_device() {
+  if (const std::string reason = gpu_unavailable_reason(); !reason.empty()) throw std::runtime_error(reason);
+}
+
+// Device copies of the three tensors of a convolution, and a float staging
+// buffer large enough for any of them.
+struct Tensors {
+  DeviceBuffer staging, x, w, y;
+  Tensors(const Conv2dShape& s, const Convolution& cv)
+      : staging(std::max({s.x_size(), s.weight_size(), s.y_size()}) * sizeof(float)),
+        x(s.x_size() * cv.element_bytes()),
+        w(s.weight_size() * cv.element_bytes()),
+        y(s.y_size() * cv.element_bytes()) {}
+};
+
+const float kOne = 1.0f, kZero = 0.0f;  // alpha and beta: float for fp32 and fp16 tensors alike
+
+}  // namespace
+
+void conv2d_forward_gpu(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
+                        std::span<float> y, ConvCompute compute) {
+  s.check(x.size(), wgt.size(), y.size());
+  require_device();
+  const Convolution cv(s, compute);
+  Tensors t(s, cv);
+  upload(x, cv, t.x.get(), t.staging);
+  upload(wgt, cv, t.w.get(), t.staging);
+  const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  std::size_t bytes = 0;
+  MPVERIFY_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cv.handle.get(), cv.x.get(), cv.w.get(),
+                                                               cv.conv.get(), cv.y.get(), algo, &bytes));
+  DeviceBuffer workspace(bytes);
+  MPVERIFY_CUDNN_CHECK(cudnnConvolutionForward(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.w.get(), t.w.get(),
+                                               cv.conv.get(), algo, workspace.get(), bytes, &kZero, cv.y.get(),
+                                               t.y.get()));
+  download(t.y.get(), cv, y, t.staging);
+}
+
+void conv2d_backward_data_gpu(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
+                              std::span<float> dx, ConvCompute compute) {
+  s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
+  require_device();
+  const Convolution cv(s, compute);
+  Tensors t(s, cv);
+  upload(dy, cv, t.y.get(), t.staging);
+  upload(wgt, cv, t.w.get(), t.staging);
+  const cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // deterministic
+  std::size_t bytes = 0;
+  MPVERIFY_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cv.handle.get(), cv.w.get(), cv.y.get(),
+                                                                    cv.conv.get(), cv.x.get(), algo, &bytes));
+  DeviceBuffer workspace(bytes);
+  MPVERIFY_CUDNN_CHECK(cudnnConvolutionBackwardData(cv.handle.get(), &kOne, cv.w.get(), t.w.get(), cv.y.get(),
+                                                    t.y.get(), cv.conv.get(), algo, workspace.get(), bytes, &kZero,
+                                                    cv.x.get(), t.x.get()));
+  download(t.x.get(), cv, dx, t.staging);
+}
+
+void conv2d_backward_filter_gpu(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
+                                std::span<float> dw, ConvCompute compute) {
+  s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
+  require_device();
+  const Convolution cv(s, compute);
+  Tensors t(s, cv);
+  upload(x, cv, t.x.get(), t.staging);
+  upload(dy, cv, t.y.get(), t.staging);
+  const cudnnConvolutionBwdFilterAlgo_t algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;  // deterministic
+  std::size_t bytes = 0;
+  MPVERIFY_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(cv.handle.get(), cv.x.get(), cv.y.get(),
+                                                                      cv.conv.get(), cv.w.get(), algo, &bytes));
+  DeviceBuffer workspace(bytes);
+  MPVERIFY_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.y.get(),
+                                                      t.y.get(), cv.conv.get(), algo, workspace.get(), bytes, &kZero,
+                                                      cv.w.get(), t.w.get()));
+  download(t.w.get(), cv, dw, t.staging);
+}
+
+}  // namespace mpverify::gpu
