@@ -9,11 +9,17 @@ namespace mpverify::cli::ops {
 
 OpFamily gemm_op_family();
 OpFamily activation_op_family();
+OpFamily bias_add_op_family();
+OpFamily max_pool_op_family();
+OpFamily batch_norm_op_family();
 
 inline std::vector<OpFamily> all_op_families() {
   return {
       gemm_op_family(),
       activation_op_family(),
+      bias_add_op_family(),
+      max_pool_op_family(),
+      batch_norm_op_family(),
   };
 }
 
