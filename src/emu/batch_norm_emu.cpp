@@ -13,20 +13,6 @@ namespace mpverify::emu {
 
 namespace {
 
-std::vector<float> rounded(std::span<const float> v, const formats::Format& f, Counters* counters) {
-  std::vector<float> out(v.begin(), v.end());
-  quantize(out, out, QuantizeSpec{f}, counters);
-  return out;
-}
-
-// One rounding of `exact` to f, counted.
-double round_to(const formats::Format& f, double exact, Counters* counters) {
-  formats::Flags flags;
-  const std::uint32_t bits = formats::from_double(f, exact, {}, flags);
-  if (counters) count_rounding(*counters, f, exact, bits, flags);
-  return formats::to_double(f, bits);
-}
-
 // One rounding of the exact a + b to f (sum_to_format takes the exact sum of
 // any two doubles), counted as an addition.
 double add_rounded(const formats::Format& f, double a, double b, Counters* counters) {
@@ -57,11 +43,11 @@ void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<c
   check_per_channel(s, op, "running_var", running_var.size());
   check_lanes(policy.lanes);
   const formats::Format& S = policy.statistics;
-  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "batch_norm.x"));
-  const std::vector<float> g = rounded(gamma, policy.parameters, site_counters(counters, "batch_norm.gamma"));
-  const std::vector<float> b = rounded(beta, policy.parameters, site_counters(counters, "batch_norm.beta"));
-  const std::vector<float> rm = rounded(running_mean, policy.parameters, nullptr);
-  const std::vector<float> rv = rounded(running_var, policy.parameters, nullptr);
+  const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "batch_norm.x"));
+  const std::vector<float> g = quantized_copy(gamma, policy.parameters, site_counters(counters, "batch_norm.gamma"));
+  const std::vector<float> b = quantized_copy(beta, policy.parameters, site_counters(counters, "batch_norm.beta"));
+  const std::vector<float> rm = quantized_copy(running_mean, policy.parameters, nullptr);
+  const std::vector<float> rv = quantized_copy(running_var, policy.parameters, nullptr);
   Counters* c_mean = site_counters(counters, "batch_norm.mean");
   Counters* c_centered = site_counters(counters, "batch_norm.centered");
   Counters* c_var = site_counters(counters, "batch_norm.var");
@@ -73,32 +59,32 @@ void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<c
 
   const std::size_t m = s.channel_elements();
   const double md = static_cast<double>(m);
-  const double eps = round_to(S, p.eps, nullptr);
+  const double eps = round_value(S, p.eps, nullptr);
   std::vector<double> terms(m), d(m);
   for (int c = 0; c < s.c; ++c) {
     for (std::size_t i = 0; i < m; ++i) terms[i] = xr[s.index(c, i)];
-    const double mu = round_to(S, block_sum(terms, S, policy.lanes, c_mean) / md, c_mean);
+    const double mu = round_value(S, block_sum(terms, S, policy.lanes, c_mean) / md, c_mean);
 
     for (std::size_t i = 0; i < m; ++i) {
       d[i] = add_rounded(S, xr[s.index(c, i)], -mu, c_centered);
       terms[i] = d[i] * d[i];  // exact: d has at most 24 significant bits
     }
     const double sq = block_sum(terms, S, policy.lanes, c_var);
-    const double var = round_to(S, sq / md, c_var);
-    const double root = round_to(S, std::sqrt(add_rounded(S, var, eps, c_invstd)), c_invstd);
-    const double inv = round_to(S, 1.0 / root, c_invstd);
+    const double var = round_value(S, sq / md, c_var);
+    const double root = round_value(S, std::sqrt(add_rounded(S, var, eps, c_invstd)), c_invstd);
+    const double inv = round_value(S, 1.0 / root, c_invstd);
 
     for (std::size_t i = 0; i < m; ++i) {
-      const double xhat = round_to(S, d[i] * inv, c_xhat);  // the product is exact (<= 48 bits)
+      const double xhat = round_value(S, d[i] * inv, c_xhat);  // the product is exact (<= 48 bits)
       // gamma * xhat is exact (<= 48 bits); sum_to_format rounds the exact sum once.
       y[s.index(c, i)] = static_cast<float>(add_rounded(policy.output, g[c] * xhat, b[c], c_y));
     }
     mean[c] = static_cast<float>(mu);
     invstd[c] = static_cast<float>(inv);
     const double keep = 1.0 - p.momentum;
-    running_mean[c] = static_cast<float>(round_to(policy.parameters, keep * rm[c] + p.momentum * mu, c_rm));
+    running_mean[c] = static_cast<float>(round_value(policy.parameters, keep * rm[c] + p.momentum * mu, c_rm));
     const double unbiased = sq / (md - 1.0);
-    running_var[c] = static_cast<float>(round_to(policy.parameters, keep * rv[c] + p.momentum * unbiased, c_rv));
+    running_var[c] = static_cast<float>(round_value(policy.parameters, keep * rv[c] + p.momentum * unbiased, c_rv));
   }
 }
 
@@ -118,12 +104,12 @@ void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, st
   check_per_channel(s, op, "dbeta", dbeta.size());
   check_lanes(policy.lanes);
   const formats::Format& S = policy.statistics;
-  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "batch_norm_backward.x"));
-  const std::vector<float> dyr = rounded(dy, policy.input, site_counters(counters, "batch_norm_backward.dy"));
-  const std::vector<float> g = rounded(gamma, policy.parameters, site_counters(counters, "batch_norm_backward.gamma"));
+  const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "batch_norm_backward.x"));
+  const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "batch_norm_backward.dy"));
+  const std::vector<float> g = quantized_copy(gamma, policy.parameters, site_counters(counters, "batch_norm_backward.gamma"));
   Counters* c_saved = site_counters(counters, "batch_norm_backward.saved");
-  const std::vector<float> mu = rounded(mean, S, c_saved);
-  const std::vector<float> inv = rounded(invstd, S, c_saved);
+  const std::vector<float> mu = quantized_copy(mean, S, c_saved);
+  const std::vector<float> inv = quantized_copy(invstd, S, c_saved);
   Counters* c_centered = site_counters(counters, "batch_norm_backward.centered");
   Counters* c_xhat = site_counters(counters, "batch_norm_backward.xhat");
   Counters* c_dbeta = site_counters(counters, "batch_norm_backward.dbeta");
@@ -136,7 +122,7 @@ void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, st
   for (int c = 0; c < s.c; ++c) {
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t k = s.index(c, i);
-      xhat[i] = round_to(S, add_rounded(S, xr[k], -static_cast<double>(mu[c]), c_centered) * inv[c], c_xhat);
+      xhat[i] = round_value(S, add_rounded(S, xr[k], -static_cast<double>(mu[c]), c_centered) * inv[c], c_xhat);
       dy_terms[i] = dyr[k];
       dyxhat_terms[i] = dyr[k] * xhat[i];  // exact: at most 24 + 24 bits
     }
@@ -145,10 +131,10 @@ void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, st
     const double scale = static_cast<double>(g[c]) * inv[c] / md;
     for (std::size_t i = 0; i < m; ++i) {
       const double bracket = md * dyr[s.index(c, i)] - db - xhat[i] * dg;
-      dx[s.index(c, i)] = static_cast<float>(round_to(policy.output, scale * bracket, c_dx));
+      dx[s.index(c, i)] = static_cast<float>(round_value(policy.output, scale * bracket, c_dx));
     }
-    dbeta[c] = static_cast<float>(round_to(policy.parameters, db, c_dbeta));
-    dgamma[c] = static_cast<float>(round_to(policy.parameters, dg, c_dgamma));
+    dbeta[c] = static_cast<float>(round_value(policy.parameters, db, c_dbeta));
+    dgamma[c] = static_cast<float>(round_value(policy.parameters, dg, c_dgamma));
   }
 }
 

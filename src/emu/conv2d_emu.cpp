@@ -11,16 +11,6 @@ namespace mpverify::emu {
 
 namespace {
 
-// Never in place: emu::quantize's portable path (and its tail after the SIMD
-// blocks) stores each result before counting it from the input, so with
-// in == out it counts the rounded value as the exact one (an overflow to inf
-// as a non-finite input, an underflow to 0 as a zero input).
-std::vector<float> rounded(std::span<const float> v, const formats::Format& f, Counters* counters) {
-  std::vector<float> out(v.size());
-  quantize(v, out, QuantizeSpec{f}, counters);
-  return out;
-}
-
 // Writes columns [first, first + width) of the B operand, row-major
 // (terms x width), into out.
 using FillColumns = std::function<void(int first, int width, float* out)>;
@@ -132,8 +122,8 @@ std::vector<int> phase_positions(int size, int stride, int pad, int phase) {
 void conv2d_forward_emu(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, const GemmPolicy& policy, CounterSet* counters) {
   s.check(x.size(), wgt.size(), y.size());
-  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "conv2d.x"));
-  const std::vector<float> wr = rounded(wgt, policy.input, site_counters(counters, "conv2d.w"));
+  const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d.x"));
+  const std::vector<float> wr = quantized_copy(wgt, policy.input, site_counters(counters, "conv2d.w"));
   const int P = s.p(), Q = s.q(), crs = static_cast<int>(s.forward_terms());
   // W (k x crs) times im2col: row (ci, ri, si), column (image, oh, ow) of the whole batch.
   blocked_gemm(
@@ -155,8 +145,8 @@ void conv2d_forward_emu(const Conv2dShape& s, std::span<const float> x, std::spa
 void conv2d_backward_data_emu(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx, const GemmPolicy& policy, CounterSet* counters) {
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
-  const std::vector<float> dyr = rounded(dy, policy.input, site_counters(counters, "conv2d_backward_data.dy"));
-  const std::vector<float> wr = rounded(wgt, policy.input, site_counters(counters, "conv2d_backward_data.w"));
+  const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "conv2d_backward_data.dy"));
+  const std::vector<float> wr = quantized_copy(wgt, policy.input, site_counters(counters, "conv2d_backward_data.w"));
   const Sites sites = sites_of(counters, policy, "conv2d_backward_data", "dx");
   const int P = s.p(), Q = s.q();
   std::fill(dx.begin(), dx.end(), 0.0f);
@@ -211,8 +201,8 @@ void conv2d_backward_data_emu(const Conv2dShape& s, std::span<const float> dy, s
 void conv2d_backward_filter_emu(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw, const GemmPolicy& policy, CounterSet* counters) {
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
-  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "conv2d_backward_filter.x"));
-  const std::vector<float> dyr = rounded(dy, policy.input, site_counters(counters, "conv2d_backward_filter.dy"));
+  const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d_backward_filter.x"));
+  const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "conv2d_backward_filter.dy"));
   const int P = s.p(), Q = s.q(), crs = static_cast<int>(s.forward_terms());
   const int npq = static_cast<int>(s.backward_filter_terms());
   const std::size_t pq = static_cast<std::size_t>(P) * Q;

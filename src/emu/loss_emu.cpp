@@ -14,31 +14,10 @@ namespace mpverify::emu {
 
 namespace {
 
-std::vector<float> rounded(std::span<const float> x, const formats::Format& f, Counters* counters) {
-  std::vector<float> out(x.begin(), x.end());
-  quantize(out, out, QuantizeSpec{f}, counters);
-  return out;
-}
-
-// One rounding of an exact value to `f`, counted.
-float round_once(double exact, const formats::Format& f, Counters* counters) {
-  formats::Flags flags;
-  const std::uint32_t bits = formats::from_double(f, exact, {}, flags);
-  const float out = formats::to_float(f, bits, flags);
-  if (counters) count_rounding(*counters, f, exact, bits, flags);
-  return out;
-}
-
-void round_out(const std::vector<double>& exact, std::span<float> out, const formats::Format& f, Counters* counters) {
-  Counters local;
-  for (std::size_t i = 0; i < exact.size(); ++i) out[i] = round_once(exact[i], f, counters ? &local : nullptr);
-  if (counters) *counters += local;
-}
-
 // The loss is a float: sum / count rounded once to fp32.
 float mean_to_fp32(double sum, std::size_t count, Counters* counters) {
   static const formats::Format fp32 = formats::parse_format("fp32");
-  return round_once(sum / static_cast<double>(count), fp32, counters);
+  return round_value(fp32, sum / static_cast<double>(count), counters);
 }
 
 std::string site(std::string_view op, const char* tensor) {
@@ -67,7 +46,7 @@ float softmax_cross_entropy_emu(const SoftmaxCrossEntropyShape& s, std::span<con
                                 std::span<const std::int32_t> labels, const LossPolicy& policy, CounterSet* counters) {
   s.check(logits.size(), labels);
   constexpr std::string_view op = "softmax_cross_entropy";
-  const auto z = rounded(logits, policy.input, site_counters(counters, site(op, "logits")));
+  const auto z = quantized_copy(logits, policy.input, site_counters(counters, site(op, "logits")));
   Counters* sum_exp = site_counters(counters, site(op, "sum_exp"));
   Accumulator batch(policy.accumulate, site_counters(counters, site(op, "batch_sum")));
   const auto m = static_cast<std::size_t>(s.classes);
@@ -85,7 +64,7 @@ void softmax_cross_entropy_backward_emu(const SoftmaxCrossEntropyShape& s, std::
   s.check(logits.size(), labels);
   refs::check_same_size("softmax_cross_entropy_backward", "dlogits", dlogits.size(), "logits", logits.size());
   constexpr std::string_view op = "softmax_cross_entropy_backward";
-  const auto z = rounded(logits, policy.input, site_counters(counters, site(op, "logits")));
+  const auto z = quantized_copy(logits, policy.input, site_counters(counters, site(op, "logits")));
   Counters* sum_exp = site_counters(counters, site(op, "sum_exp"));
   const auto m = static_cast<std::size_t>(s.classes);
   std::vector<double> exact(z.size());
@@ -97,13 +76,13 @@ void softmax_cross_entropy_backward_emu(const SoftmaxCrossEntropyShape& s, std::
       exact[i * m + j] = (p - (static_cast<std::int32_t>(j) == labels[i] ? 1.0 : 0.0)) / s.batch;
     }
   }
-  round_out(exact, dlogits, policy.output, site_counters(counters, site(op, "dlogits")));
+  round_values(exact, dlogits, policy.output, site_counters(counters, site(op, "dlogits")));
 }
 
 float mse_emu(std::span<const float> y, std::span<const float> t, const LossPolicy& policy, CounterSet* counters) {
   refs::check_same_size("mse", "y", y.size(), "t", t.size());
   refs::check_not_empty("mse", "y", y.size());
-  const auto yr = rounded(y, policy.input, site_counters(counters, "mse.y"));
+  const auto yr = quantized_copy(y, policy.input, site_counters(counters, "mse.y"));
   Accumulator sum(policy.accumulate, site_counters(counters, "mse.sum"));
   for (std::size_t i = 0; i < yr.size(); ++i) {
     const double d = static_cast<double>(yr[i]) - t[i];
@@ -117,11 +96,11 @@ void mse_backward_emu(std::span<const float> y, std::span<const float> t, std::s
   refs::check_same_size("mse_backward", "y", y.size(), "t", t.size());
   refs::check_same_size("mse_backward", "dy", dy.size(), "y", y.size());
   refs::check_not_empty("mse_backward", "y", y.size());
-  const auto yr = rounded(y, policy.input, site_counters(counters, "mse_backward.y"));
+  const auto yr = quantized_copy(y, policy.input, site_counters(counters, "mse_backward.y"));
   const auto n = static_cast<double>(yr.size());
   std::vector<double> exact(yr.size());
   for (std::size_t i = 0; i < yr.size(); ++i) exact[i] = 2 * (static_cast<double>(yr[i]) - t[i]) / n;
-  round_out(exact, dy, policy.output, site_counters(counters, "mse_backward.dy"));
+  round_values(exact, dy, policy.output, site_counters(counters, "mse_backward.dy"));
 }
 
 float bce_with_logits_emu(std::span<const float> x, std::span<const float> t, const LossPolicy& policy,
@@ -129,7 +108,7 @@ float bce_with_logits_emu(std::span<const float> x, std::span<const float> t, co
   refs::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
   refs::check_not_empty("bce_with_logits", "x", x.size());
   refs::check_probability_targets("bce_with_logits", t);
-  const auto xr = rounded(x, policy.input, site_counters(counters, "bce_with_logits.x"));
+  const auto xr = quantized_copy(x, policy.input, site_counters(counters, "bce_with_logits.x"));
   Accumulator sum(policy.accumulate, site_counters(counters, "bce_with_logits.sum"));
   for (std::size_t i = 0; i < xr.size(); ++i) sum.add(refs::bce_with_logits_term_fp64(xr[i], t[i]));
   return mean_to_fp32(sum.value(), xr.size(), site_counters(counters, "bce_with_logits.loss"));
@@ -141,11 +120,11 @@ void bce_with_logits_backward_emu(std::span<const float> x, std::span<const floa
   refs::check_same_size("bce_with_logits_backward", "dx", dx.size(), "x", x.size());
   refs::check_not_empty("bce_with_logits_backward", "x", x.size());
   refs::check_probability_targets("bce_with_logits_backward", t);
-  const auto xr = rounded(x, policy.input, site_counters(counters, "bce_with_logits_backward.x"));
+  const auto xr = quantized_copy(x, policy.input, site_counters(counters, "bce_with_logits_backward.x"));
   const auto n = static_cast<double>(xr.size());
   std::vector<double> exact(xr.size());
   for (std::size_t i = 0; i < xr.size(); ++i) exact[i] = refs::bce_with_logits_derivative_fp64(xr[i], t[i]) / n;
-  round_out(exact, dx, policy.output, site_counters(counters, "bce_with_logits_backward.dx"));
+  round_values(exact, dx, policy.output, site_counters(counters, "bce_with_logits_backward.dx"));
 }
 
 }  // namespace mpverify::emu

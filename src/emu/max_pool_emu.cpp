@@ -12,21 +12,6 @@ namespace mpverify::emu {
 
 namespace {
 
-std::vector<float> rounded(std::span<const float> v, const formats::Format& f, Counters* counters) {
-  std::vector<float> out(v.begin(), v.end());
-  quantize(out, out, QuantizeSpec{f}, counters);
-  return out;
-}
-
-void round_out(std::span<const double> exact, std::span<float> out, const formats::Format& f, Counters* counters) {
-  for (std::size_t i = 0; i < exact.size(); ++i) {
-    formats::Flags flags;
-    const std::uint32_t bits = formats::from_double(f, exact[i], {}, flags);
-    out[i] = formats::to_float(f, bits, flags);
-    if (counters) count_rounding(*counters, f, exact[i], bits, flags);
-  }
-}
-
 }  // namespace
 
 void max_pool_emu(const PoolShape& p, std::span<const float> x, std::span<float> y, const MaxPoolPolicy& policy,
@@ -34,11 +19,11 @@ void max_pool_emu(const PoolShape& p, std::span<const float> x, std::span<float>
   p.check_dims("max_pool_emu");
   refs::check_size("max_pool_emu", "x", x.size(), p.x_size());
   refs::check_size("max_pool_emu", "y", y.size(), p.y_size());
-  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "max_pool.x"));
+  const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "max_pool.x"));
   const std::vector<std::size_t> win = refs::max_pool_argmax(p, xr);
   std::vector<double> selected(win.size());
   for (std::size_t o = 0; o < win.size(); ++o) selected[o] = xr[win[o]];
-  round_out(selected, y, policy.output, site_counters(counters, "max_pool.y"));
+  round_values(selected, y, policy.output, site_counters(counters, "max_pool.y"));
 }
 
 void max_pool_backward_emu(const PoolShape& p, std::span<const float> x, std::span<const float> dy,
@@ -47,8 +32,8 @@ void max_pool_backward_emu(const PoolShape& p, std::span<const float> x, std::sp
   refs::check_size("max_pool_backward_emu", "x", x.size(), p.x_size());
   refs::check_size("max_pool_backward_emu", "dy", dy.size(), p.y_size());
   refs::check_size("max_pool_backward_emu", "dx", dx.size(), p.x_size());
-  const std::vector<float> xr = rounded(x, policy.input, site_counters(counters, "max_pool_backward.x"));
-  const std::vector<float> dyr = rounded(dy, policy.input, site_counters(counters, "max_pool_backward.dy"));
+  const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "max_pool_backward.x"));
+  const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "max_pool_backward.dy"));
   const std::vector<std::size_t> win = refs::max_pool_argmax(p, xr);
   // Windows in increasing flat index reach each winner in row-major window
   // order: the order of the gather kernel's loop over the windows covering it.
@@ -59,7 +44,7 @@ void max_pool_backward_emu(const PoolShape& p, std::span<const float> x, std::sp
     sum.add(dyr[o]);
     sums[win[o]] = sum.value();
   }
-  round_out(sums, dx, policy.output, site_counters(counters, "max_pool_backward.dx"));
+  round_values(sums, dx, policy.output, site_counters(counters, "max_pool_backward.dx"));
 }
 
 }  // namespace mpverify::emu

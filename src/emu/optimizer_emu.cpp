@@ -15,12 +15,6 @@ namespace mpverify::emu {
 
 namespace {
 
-std::vector<float> rounded(std::span<const float> x, const formats::Format& f, Counters* counters) {
-  std::vector<float> out(x.begin(), x.end());
-  quantize(out, out, QuantizeSpec{f}, counters);
-  return out;
-}
-
 // adamw's w * c, rounded once from the exact product (a float times a float is
 // exact in double) into the weight format.
 void decay_weights(std::span<float> w, float c, const formats::Format& f, Counters* counters) {
@@ -48,7 +42,7 @@ void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std
                   std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters) {
   refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
   quantize(w, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.w"));
-  const std::vector<float> gr = rounded(g, policy.grad, site_counters(counters, "sgd.grad"));
+  const std::vector<float> gr = quantized_copy(g, policy.grad, site_counters(counters, "sgd.grad"));
   const float wd = static_cast<float>(p.weight_decay), mu = static_cast<float>(p.momentum),
               keep = static_cast<float>(1 - p.dampening), neg_lr = static_cast<float>(-p.lr);
   const std::size_t n = w.size();
@@ -77,7 +71,7 @@ void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, s
   quantize(w, w, QuantizeSpec{policy.weights}, site_counters(counters, "adam.w"));
   if (p.adamw && p.weight_decay != 0)
     decay_weights(w, static_cast<float>(s.decay_factor), policy.weights, site_counters(counters, "adam.decay"));
-  const std::vector<float> gr = rounded(g, policy.grad, site_counters(counters, "adam.grad"));
+  const std::vector<float> gr = quantized_copy(g, policy.grad, site_counters(counters, "adam.grad"));
   const std::size_t n = w.size();
   std::vector<float> m_new(n), v_new(n), u(n);
   for (std::size_t i = 0; i < n; ++i) {

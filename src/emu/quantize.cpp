@@ -117,4 +117,25 @@ void encode(std::span<const float> in, std::span<std::uint16_t> out, const Quant
       [&](std::size_t i, std::uint32_t bits) { out[i] = static_cast<std::uint16_t>(bits); });
 }
 
+std::vector<float> quantized_copy(std::span<const float> x, const formats::Format& format, Counters* counters) {
+  std::vector<float> out(x.size());
+  quantize(x, out, QuantizeSpec{format}, counters);
+  return out;
+}
+
+float round_value(const formats::Format& format, double exact, Counters* counters) {
+  Flags flags;
+  const std::uint32_t bits = formats::from_double(format, exact, {}, flags);
+  if (counters) count_rounding(*counters, format, exact, bits, flags);
+  return formats::to_float(format, bits, flags);
+}
+
+void round_values(std::span<const double> exact, std::span<float> out, const formats::Format& format,
+                  Counters* counters) {
+  check_sizes(exact.size(), out.size(), "round_values");
+  Counters local;
+  for (std::size_t i = 0; i < exact.size(); ++i) out[i] = round_value(format, exact[i], counters ? &local : nullptr);
+  if (counters) *counters += local;
+}
+
 }  // namespace mpverify::emu

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "emu/counters.h"
 #include "formats/format.h"
@@ -46,6 +47,16 @@ void quantize(std::span<const float> in, std::span<float> out, const QuantizeSpe
 // 16 bits).
 void encode(std::span<const float> in, std::span<std::uint16_t> out, const QuantizeSpec& spec,
             Counters* counters = nullptr, SimdPath path = SimdPath::automatic);
+
+// Helpers of the emulated ops, all round-to-nearest-even and counted:
+// a copy of x rounded to the format (an op's input rounding);
+std::vector<float> quantized_copy(std::span<const float> x, const formats::Format& format,
+                                  Counters* counters = nullptr);
+// one rounding of an exact value (NaN payloads as formats::to_float gives them);
+float round_value(const formats::Format& format, double exact, Counters* counters = nullptr);
+// and out[i] = round_value(exact[i]) (an op's output rounding).
+void round_values(std::span<const double> exact, std::span<float> out, const formats::Format& format,
+                  Counters* counters = nullptr);
 
 // out[i] = fl(w[i] + u[i]) in the format, as a float, rounded once. Counts the
 // rounding and swamping: u[i] != 0 (finite) but the result equals w[i].
