@@ -19,28 +19,17 @@
 #include "gpu/batch_norm_gpu.h"
 #include "gpu/device.h"
 #include "refs/batch_norm_ref.h"
+#include "support/tensors.h"
 
 namespace {
+
+using namespace mpverify::test_support;
 
 using namespace mpverify;
 using refs::BatchNormParams;
 using refs::ChannelShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
-
-std::vector<float> normal(std::size_t n, std::mt19937_64& rng, double scale) {
-  std::normal_distribution<double> d(0.0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(d(rng));
-  return v;
-}
-
-std::vector<float> in_format(std::vector<float> v, const formats::Format& f) {
-  emu::quantize(v, v, emu::QuantizeSpec{f});
-  return v;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // fp16 activations with a per-channel offset and spread.
 std::vector<float> activations(const ChannelShape& s, std::mt19937_64& rng) {

@@ -14,28 +14,17 @@
 #include "gpu/bias_add_gpu.h"
 #include "gpu/device.h"
 #include "refs/bias_add_ref.h"
+#include "support/tensors.h"
 
 namespace {
+
+using namespace mpverify::test_support;
 
 using namespace mpverify;
 using refs::ChannelShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
 const formats::Format kFp32 = formats::parse_format("fp32");
-
-std::vector<float> normal(std::size_t n, std::mt19937_64& rng, double scale) {
-  std::normal_distribution<double> d(0.0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(d(rng));
-  return v;
-}
-
-std::vector<float> to_fp16(std::vector<float> v) {
-  emu::quantize(v, v, emu::QuantizeSpec{kFp16});
-  return v;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // NCHW convolution-like outputs and a Linear layer's n x c x 1 x 1.
 const ChannelShape kShapes[] = {{4, 8, 5, 7}, {32, 10, 1, 1}, {3, 2, 16, 16}};

@@ -18,27 +18,16 @@
 #include "gpu/device.h"
 #include "gpu/max_pool_gpu.h"
 #include "refs/max_pool_ref.h"
+#include "support/tensors.h"
 
 namespace {
+
+using namespace mpverify::test_support;
 
 using namespace mpverify;
 using refs::PoolShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
-
-std::vector<float> normal(std::size_t n, std::mt19937_64& rng, double scale) {
-  std::normal_distribution<double> d(0.0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(d(rng));
-  return v;
-}
-
-std::vector<float> to_fp16(std::vector<float> v) {
-  emu::quantize(v, v, emu::QuantizeSpec{kFp16});
-  return v;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 // Non-overlapping, overlapping (stride < window), padded, rectangular windows.
 const PoolShape kShapes[] = {

@@ -21,8 +21,11 @@
 #include "gpu/optimizer_gpu.h"
 #include "refs/optimizer_bound.h"
 #include "refs/optimizer_ref.h"
+#include "support/tensors.h"
 
 namespace {
+
+using namespace mpverify::test_support;
 
 using namespace mpverify;
 using refs::AdamParams;
@@ -32,18 +35,6 @@ using Grads = std::vector<std::vector<float>>;
 const formats::Format kFp16 = formats::parse_format("fp16");
 const formats::Format kBf16 = formats::parse_format("bf16");
 const formats::Format kFp32 = formats::parse_format("fp32");
-
-std::vector<float> normal(std::size_t n, std::mt19937_64& rng, double sd) {
-  std::normal_distribution<double> d(0.0, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(d(rng));
-  return v;
-}
-
-std::vector<float> in_format(std::vector<float> v, const formats::Format& f) {
-  emu::quantize(v, v, emu::QuantizeSpec{f});
-  return v;
-}
 
 struct Problem {
   std::vector<float> w0;

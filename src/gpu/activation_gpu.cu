@@ -56,11 +56,7 @@ __global__ void backward_kernel(Activation kind, float slope, const float* x, co
   dx[i] = __half2float(__float2half_rn(derivative(kind, slope, xh) * dyh));
 }
 
-// A device array of n floats.
-struct DeviceFloats : detail::DeviceBuffer {
-  explicit DeviceFloats(std::size_t n) : detail::DeviceBuffer(n * sizeof(float)) {}
-  float* get() const { return as<float>(); }
-};
+using detail::DeviceFloats;
 
 void require_device(std::size_t a, std::size_t b) {
   if (a != b) throw std::invalid_argument("activation_gpu: sizes differ (" + std::to_string(a) + " vs " + std::to_string(b) + ")");

@@ -17,10 +17,7 @@ namespace {
 
 constexpr int kLanes = emu::kGpuReductionLanes;
 
-struct DeviceFloats : detail::DeviceBuffer {
-  explicit DeviceFloats(std::size_t n) : detail::DeviceBuffer(n * sizeof(float)) {}
-  float* get() const { return as<float>(); }
-};
+using detail::DeviceFloats;
 
 // ChannelShape's sizes, computed on the host (its member functions are host code).
 struct Dims {

@@ -17,10 +17,7 @@ namespace {
 
 constexpr int kLanes = emu::kGpuReductionLanes;
 
-struct DeviceFloats : detail::DeviceBuffer {
-  explicit DeviceFloats(std::size_t n) : detail::DeviceBuffer(n * sizeof(float)) {}
-  float* get() const { return as<float>(); }
-};
+using detail::DeviceFloats;
 
 __device__ float to_fp16(float v) { return __half2float(__float2half_rn(v)); }
 

@@ -21,4 +21,10 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
 };
 
+// A device array of n floats.
+struct DeviceFloats : DeviceBuffer {
+  explicit DeviceFloats(std::size_t n) : DeviceBuffer(n * sizeof(float)) {}
+  float* get() const { return as<float>(); }
+};
+
 }  // namespace mpverify::gpu::detail

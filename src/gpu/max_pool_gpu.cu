@@ -13,10 +13,7 @@ namespace mpverify::gpu {
 
 namespace {
 
-struct DeviceFloats : detail::DeviceBuffer {
-  explicit DeviceFloats(std::size_t n) : detail::DeviceBuffer(n * sizeof(float)) {}
-  float* get() const { return as<float>(); }
-};
+using detail::DeviceFloats;
 
 __device__ float to_fp16(float v) { return __half2float(__float2half_rn(v)); }
 

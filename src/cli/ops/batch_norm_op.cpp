@@ -17,11 +17,6 @@ namespace mpverify::cli::ops {
 
 namespace {
 
-std::vector<float> in_format(std::vector<float> v, const formats::Format& f) {
-  emu::quantize(v, v, emu::QuantizeSpec{f});
-  return v;
-}
-
 // Activations as a network has them: per channel an offset (N(0, 3)) and a
 // spread (e^N(0, 1/2)) around it, drawn as values of the input format so
 // that the bounds cover what the sides compute, not the drawing.

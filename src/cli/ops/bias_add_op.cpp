@@ -15,14 +15,6 @@ namespace mpverify::cli::ops {
 
 namespace {
 
-// Seeded normal values drawn as values of `f`: the sides then start from the
-// same numbers, and the bounds cover what each side computes.
-std::vector<float> inputs_in(const formats::Format& f, std::size_t n, std::mt19937_64& rng, double scale) {
-  std::vector<float> v = normal_inputs(n, rng, scale);
-  emu::quantize(v, v, emu::QuantizeSpec{f});
-  return v;
-}
-
 OpResult run_bias_add(const OpArgs& args, std::vector<Side> sides) {
   const bool backward = args.op == "bias-add-backward";
   check_keys(args.shape, {"n", "c", "h", "w"}, "--shape");
@@ -42,9 +34,9 @@ OpResult run_bias_add(const OpArgs& args, std::vector<Side> sides) {
   }
 
   std::mt19937_64 rng(args.seed);
-  const auto x = inputs_in(policy.input, s.size(), rng, 1.0);
-  const auto b = inputs_in(policy.input, static_cast<std::size_t>(s.c), rng, 1.0);
-  const auto dy = inputs_in(policy.input, s.size(), rng, 1.0);
+  const auto x = normal_inputs_in(policy.input, s.size(), rng, 1.0);
+  const auto b = normal_inputs_in(policy.input, static_cast<std::size_t>(s.c), rng, 1.0);
+  const auto dy = normal_inputs_in(policy.input, s.size(), rng, 1.0);
   OpResult r;
   r.tensors = {{backward ? "db" : "y", policy.output}};
   size_outputs(sides, {backward ? static_cast<std::size_t>(s.c) : s.size()});

@@ -15,15 +15,6 @@ namespace mpverify::cli::ops {
 
 namespace {
 
-// Seeded normal values drawn as values of `f`, so that every side sees the
-// same numbers and picks the same winners: a rounding that made two inputs
-// tie would move a gradient to another element, a jump no rounding bound covers.
-std::vector<float> inputs_in(const formats::Format& f, std::size_t n, std::mt19937_64& rng, double scale) {
-  std::vector<float> v = normal_inputs(n, rng, scale);
-  emu::quantize(v, v, emu::QuantizeSpec{f});
-  return v;
-}
-
 OpResult run_max_pool(const OpArgs& args, std::vector<Side> sides) {
   const bool backward = args.op == "max-pool-backward";
   check_keys(args.shape, {"n", "c", "h", "w", "r", "s", "stride", "pad"}, "--shape");
@@ -48,8 +39,8 @@ OpResult run_max_pool(const OpArgs& args, std::vector<Side> sides) {
   policy.accumulation = format_option(args.policy, "accumulate", "--policy", policy.accumulation);
 
   std::mt19937_64 rng(args.seed);
-  const auto x = inputs_in(policy.input, p.x_size(), rng, 1.0);
-  const auto dy = inputs_in(policy.input, p.y_size(), rng, 1.0);
+  const auto x = normal_inputs_in(policy.input, p.x_size(), rng, 1.0);
+  const auto dy = normal_inputs_in(policy.input, p.y_size(), rng, 1.0);
   OpResult r;
   r.tensors = {{backward ? "dx" : "y", policy.output}};
   size_outputs(sides, {backward ? p.x_size() : p.y_size()});

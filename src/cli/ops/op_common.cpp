@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "emu/quantize.h"
 #include "gpu/device.h"
 
 namespace mpverify::cli::ops {
@@ -94,6 +95,15 @@ std::vector<float> normal_inputs(std::size_t n, std::mt19937_64& rng, double sca
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(normal(rng));
   return v;
+}
+
+std::vector<float> in_format(std::vector<float> v, const formats::Format& f) {
+  emu::quantize(v, v, emu::QuantizeSpec{f});
+  return v;
+}
+
+std::vector<float> normal_inputs_in(const formats::Format& f, std::size_t n, std::mt19937_64& rng, double scale) {
+  return in_format(normal_inputs(n, rng, scale), f);
 }
 
 }  // namespace mpverify::cli::ops

@@ -77,5 +77,11 @@ void run_gpu_side(Side& side, const std::string& unsupported, const std::functio
 
 // n seeded normal values of standard deviation `scale`.
 std::vector<float> normal_inputs(std::size_t n, std::mt19937_64& rng, double scale);
+// The same, drawn as values of `f` (rounded to it), so that every side starts
+// from the same numbers: for ops whose result jumps when a rounding changes
+// which input wins (max-pool) or whose bounds assume exact inputs.
+std::vector<float> normal_inputs_in(const formats::Format& f, std::size_t n, std::mt19937_64& rng, double scale);
+// v rounded to `f`.
+std::vector<float> in_format(std::vector<float> v, const formats::Format& f);
 
 }  // namespace mpverify::cli::ops
