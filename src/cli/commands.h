@@ -27,5 +27,6 @@ void add_formats_command(CLI::App& root, std::vector<Command>& commands);
 void add_round_command(CLI::App& root, std::vector<Command>& commands);
 void add_eval_command(CLI::App& root, std::vector<Command>& commands);
 void add_ops_command(CLI::App& root, std::vector<Command>& commands);
+void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli

@@ -1,0 +1,38 @@
+// Transformer Engine's DelayedScaling update (amax_and_scale_update): the
+// step quantizes with the scale computed from earlier steps, then its amax
+// joins the history and the scale is recomputed in fp32.
+#include <cfloat>
+#include <cmath>
+#include <stdexcept>
+
+#include "training/loss_scaler.h"
+
+namespace mpverify::training {
+
+DelayedScaler::DelayedScaler(const DelayedConfig& config)
+    : config_(config),
+      // TE: fp8_dtype_max(dtype) * std::pow(2.f, -margin), all in float.
+      scaled_max_(config.fp8_max * std::pow(2.0f, -config.margin)),
+      history_(config.history > 0 ? static_cast<std::size_t>(config.history) : 0, 0.0f) {
+  if (config.history < 1) throw std::invalid_argument("delayed: history must be >= 1");
+  if (!std::isfinite(config.margin)) throw std::invalid_argument("delayed: margin must be finite");
+}
+
+StepResult DelayedScaler::step(float amax) {
+  const StepResult used{scale_, false, false};
+  history_[next_] = amax;
+  next_ = (next_ + 1) % history_.size();
+  float a = amax;
+  if (config_.algo == AmaxAlgo::max) {
+    // The kernel's reduction starts from 0 and uses fmaxf, which drops NaN.
+    a = 0.0f;
+    for (float h : history_) a = std::fmax(a, h);
+  }
+  float s = std::isfinite(a) && a > 0 ? scaled_max_ / a : scale_;
+  // A tiny amax makes s overflow fp32; TE keeps the largest float instead.
+  if (std::isinf(s)) s = FLT_MAX;
+  scale_ = s;
+  return used;
+}
+
+}  // namespace mpverify::training

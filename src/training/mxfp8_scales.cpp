@@ -1,0 +1,42 @@
+// MXFP8 block scales: one E8M0 power of two per 32 elements, the least that
+// keeps the block's largest magnitude within the element format.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "training/loss_scaler.h"
+
+namespace mpverify::training {
+
+double mxfp8_block_scale(float amax, float fp8_max) {
+  if (!std::isfinite(amax)) return std::numeric_limits<double>::quiet_NaN();
+  if (amax == 0.0f) return 0x1p-127;
+  // k = ceil(log2(amax / fp8_max)) without rounding: the least k with
+  // amax <= fp8_max * 2^k (exact in double for every float amax).
+  const double a = std::fabs(static_cast<double>(amax));
+  int k = std::ilogb(a) - std::ilogb(static_cast<double>(fp8_max)) - 1;
+  while (std::ldexp(static_cast<double>(fp8_max), k) < a) ++k;
+  return std::ldexp(1.0, std::clamp(k, -127, 127));
+}
+
+std::vector<double> mxfp8_block_scales(std::span<const float> values, float fp8_max) {
+  std::vector<double> scales;
+  for (std::size_t begin = 0; begin < values.size(); begin += kMxBlock) {
+    const std::size_t end = std::min(values.size(), begin + kMxBlock);
+    float amax = 0.0f;
+    bool finite = true;
+    for (std::size_t i = begin; i < end; ++i) {
+      finite &= std::isfinite(values[i]);
+      amax = std::max(amax, std::fabs(values[i]));
+    }
+    scales.push_back(finite ? mxfp8_block_scale(amax, fp8_max) : std::numeric_limits<double>::quiet_NaN());
+  }
+  return scales;
+}
+
+StepResult Mxfp8Scaler::step(float amax) {
+  scale_ = mxfp8_block_scale(amax, fp8_max_);
+  return {scale_, false, false};
+}
+
+}  // namespace mpverify::training
