@@ -278,3 +278,140 @@ TEST_P(GemmEmuSeeds, AccumulationSimdEqualsPortable) {
 INSTANTIATE_TEST_SUITE_P(Seeds, GemmEmuSeeds, ::testing::Values(8u, 9u, 10u, 11u, 12u));
 
 }  // namespace
+
+namespace {
+
+using namespace mpverify;
+
+// Runs the fp16-accumulating GEMM through the AVX-512 tiles and through the
+// portable loop, with and without counting, and expects the same bits and
+// the same counts. Returns the portable counts and results.
+struct Both {
+  emu::Counters counts;
+  std::vector<float> c;
+};
+Both expect_simd_equals_portable(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
+                                 const char* what) {
+  emu::GemmPolicy policy;
+  policy.accumulation = emu::Accumulation::fp16;
+  std::vector<float> fast(s.c_size()), portable(s.c_size()), fast_uncounted(s.c_size());
+  emu::CounterSet fast_counters, portable_counters;
+  emu::gemm_emu(s, a, b, fast, policy, &fast_counters);
+  emu::gemm_emu(s, a, b, fast_uncounted, policy);
+  policy.simd = false;
+  emu::gemm_emu(s, a, b, portable, policy, &portable_counters);
+  for (std::size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(fast[i]), std::bit_cast<std::uint32_t>(portable[i])) << what << " " << i;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(fast_uncounted[i]), std::bit_cast<std::uint32_t>(portable[i]))
+        << what << " uncounted " << i;
+  }
+  const emu::Counters& p = *portable_counters.find("gemm.accumulate");
+  EXPECT_EQ(*fast_counters.find("gemm.accumulate"), p) << what;
+  return {p, portable};
+}
+
+// Three k steps per element: c_i (A[i][0] * B[0][j] = c_i * 1), then
+// fl16(c_i + a_i * b_j), then + z_i * w_j. Rows and columns crafted so that
+// 8 x 64 tiles (two row tiles, two column panels) and the portable remainder
+// (a ninth row, five more columns) meet each case that the counted step
+// treats apart.
+TEST(GemmEmuFp16Tiles, CraftedStepsMatchThePortableLoop) {
+  const float up = 1 + 0x1p-10f, down = 1 - 0x1p-11f, below_one = 1 - 0x1p-10f;
+  struct Row {
+    float c, a, z;
+  };
+  const std::vector<Row> rows = {
+      {2050.0f, up, 0.0f},          // 2050 + (1 + 2^-10)(-(1 - 2^-10)) = 2049 + 2^-20: rounds to 2050; rounded
+                                    // to float first it is the tie 2049, which goes to 2048
+      {2048.0f, 1.0f, 0.5f},        // 2048 + 1 = 2049 exactly: a tie, to 2048 (swamped); 2048 + 3: tie to 2052
+      {-2050.0f, up, 0.0f},         // the mirror image
+      {1.0f, 0x1p-12f, 1.0f},       // 1 + small products: inexact, often swamped
+      {-0x1p-24f, 0x1p-12f, 0.0f},  // -2^-24 + 2^-25 = -2^-25: a tie, to -0 (to zero); then -0 + +-0
+      {0.0f, -0.0f, -0.0f},         // +0 + (-0) * b: zero products, the sum's zero sign; no addend
+      {0x1p-14f, 0x1p-10f, 1.0f},   // near the smallest normal: subnormal results, underflow
+      {1000.0f, 3.0f, -1.0f},       // ordinary inexact sums
+      {0x1p-24f, -0x1p-12f, 1.0f},  // the smallest subnormal plus tiny products: to zero, cancellation to 0
+  };
+  const std::vector<float> ordinary = {-below_one, below_one, 1.0f, 3.0f, -3.0f, down, -down, 0.5f,
+                                       1.5f, 7.0f, -1.0f, 0.25f, 1023.0f, -511.5f, 2.0f, 1.0f};
+  const std::vector<float> special = {0.0f, -0.0f, 0x1p-14f, -0x1p-14f, 0x1p-24f, 0x1p-12f, -0x1p-2f, 0x1p2f,
+                                      0x1p-13f, -1.0f, 0x1.ffcp-15f, 0x1p-13f, 2.0f, -0x1p-24f, 0x1p-10f, 1.0f};
+  std::vector<float> cols, third;  // b_j and w_j: panel 0 mostly ordinary, panel 1 special, then 5 more
+  for (int j = 0; j < 32; ++j) {
+    cols.push_back(ordinary[static_cast<std::size_t>(j) % 16] * (j < 16 ? 1.0f : 1.0f + static_cast<float>(j) * 0x1p-9f));
+    third.push_back(j % 3 == 0 ? 0.0f : ordinary[static_cast<std::size_t>(j + 5) % 16]);
+  }
+  for (int j = 0; j < 32; ++j) {
+    cols.push_back(special[static_cast<std::size_t>(j) % 16]);
+    third.push_back(j % 2 ? -1.0f : 1.0f);
+  }
+  for (float x : {1.0f, -below_one, 0.0f, 0x1p-13f, 3.0f}) cols.push_back(x), third.push_back(-x);
+  const int m = static_cast<int>(rows.size()), n = static_cast<int>(cols.size());
+  const GemmShape s{m, n, 3};
+  std::vector<float> a(s.a_size()), b(s.b_size());
+  for (int i = 0; i < m; ++i) {
+    a[static_cast<std::size_t>(i) * 3] = rows[i].c;
+    a[static_cast<std::size_t>(i) * 3 + 1] = rows[i].a;
+    a[static_cast<std::size_t>(i) * 3 + 2] = rows[i].z;
+  }
+  for (int j = 0; j < n; ++j) {
+    b[static_cast<std::size_t>(j)] = 1.0f;
+    b[static_cast<std::size_t>(n + j)] = cols[j];
+    b[static_cast<std::size_t>(2 * n + j)] = third[j];
+  }
+  const Both r = expect_simd_equals_portable(s, a, b, "crafted");
+  auto at = [&](int i, int j) { return r.c[static_cast<std::size_t>(i) * n + j]; };
+  // The double-rounding trap, the ties and the signed zeros, by hand.
+  EXPECT_EQ(at(0, 0), 2050.0f);   // b = -(1 - 2^-10)
+  EXPECT_EQ(at(2, 0), -2050.0f);  // the mirror
+  EXPECT_EQ(at(1, 15), 2048.0f);  // b = 1, w = 1 * 0.5: 2049 ties to 2048, and 2048.5 rounds to 2048
+  EXPECT_EQ(at(1, 3), 2052.0f);   // b = 3: 2051 ties to 2052
+  // b = 2^-13: -2^-24 + 2^-25 = -2^-25 ties to -0; then + 0 * w
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(at(4, 40)), 0u);           // w = 1: -0 + +0 = +0
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(at(4, 43)), 0x80000000u);  // w = -1: -0 + -0 = -0
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(at(5, 33)), 0u);           // +0 + (-0)(-0) + (-0)(-1) = +0
+  // The cases were reached.
+  EXPECT_GT(r.counts.swamped, 0u);
+  EXPECT_GT(r.counts.zeros_in, 0u);
+  EXPECT_GT(r.counts.subnormal, 0u);
+  EXPECT_GT(r.counts.underflow, 0u);
+  EXPECT_GT(r.counts.underflow_to_zero, 0u);
+  EXPECT_LT(r.counts.addends_nonzero, r.counts.elements);  // zero products
+  EXPECT_LT(r.counts.inexact, r.counts.elements);          // exact sums
+  EXPECT_EQ(r.counts.nonfinite_in, 0u);                    // every tile stayed on the finite path
+}
+
+// Small integers: most sums exact (the counted step reads exactness off the
+// low bits), zero products, cancellations to an exact zero, and past 2048
+// ties and swamping. Then the same with one row of a tile overflowing to inf
+// (and on to NaN, inf - inf) while the other tiles stay finite: the
+// overflowing tile is run again with every count taken per lane.
+TEST(GemmEmuFp16Tiles, IntegersAndOverflowingTilesMatchThePortableLoop) {
+  const GemmShape s{9, 69, 300};
+  std::mt19937 rng(5);
+  // |products| <= 1024, sums of a few thousand: exact below 2048, mostly not above
+  std::uniform_int_distribution<int> small(-32, 32);
+  std::vector<float> a(s.a_size()), b(s.b_size());
+  for (auto& x : a) x = static_cast<float>(small(rng));
+  for (auto& x : b) x = static_cast<float>(small(rng));
+  const Both exact = expect_simd_equals_portable(s, a, b, "integers");
+  EXPECT_GT(exact.counts.swamped, 0u);
+  EXPECT_GT(exact.counts.zeros_in, 0u);
+  EXPECT_GT(exact.counts.inexact, 0u);
+  EXPECT_LT(exact.counts.inexact, exact.counts.elements * 9 / 10);
+  EXPECT_LT(exact.counts.addends_nonzero, exact.counts.elements);
+  EXPECT_EQ(exact.counts.nonfinite_in, 0u);
+
+  // Row 5 (second row tile) overflows at once, meets -inf * b at k = 150:
+  // inf - inf = NaN where the signs differ, -inf * 0 = NaN where b = 0.
+  for (int kk = 0; kk < s.k; ++kk) a[static_cast<std::size_t>(5) * s.k + kk] = kk == 150 ? -INFINITY : 60000.0f;
+  const Both special = expect_simd_equals_portable(s, a, b, "overflow");
+  EXPECT_GT(special.counts.overflow, 0u);
+  EXPECT_GT(special.counts.nonfinite_in, 0u);
+  std::size_t finite = 0, nan = 0;
+  for (float x : special.c) finite += std::isfinite(x), nan += std::isnan(x);
+  EXPECT_GT(nan, 0u);
+  EXPECT_GT(finite, special.c.size() / 2);
+}
+
+}  // namespace

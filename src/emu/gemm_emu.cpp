@@ -93,7 +93,7 @@ void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std:
   const formats::RoundingContext rne{};
   Counters local;
   std::vector<Block> blocks = {{0, s.m, 0, s.n}};
-  // The kernel's 32-bit lane counters take at most 4k per tile: k < 2^28 keeps them exact.
+  // The kernel's 32-bit lane counters take at most 8k per tile: k < 2^28 keeps them exact.
   if (policy.simd && values_are_fp16(policy.input) && s.k < (1 << 28) && detail::cpu_has_avx512()) {
     const auto cover = detail::fp16_accumulate_tiles_avx512(A.data(), B.data(), acc.data(), s.m, s.n, s.k,
                                                             counters ? &local : nullptr);
