@@ -2,7 +2,10 @@
 // out by hand.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <limits>
 #include <vector>
 
@@ -57,6 +60,37 @@ TEST(Quantize, InPlaceEqualsOutOfPlaceAndOffMeansNoCounting) {
   emu::quantize(a, b, emu::QuantizeSpec{fp16});
   emu::quantize(a, a, emu::QuantizeSpec{fp16});
   EXPECT_EQ(a, b);
+}
+
+// fp32 output takes a shortcut on the automatic path (float -> binary32 is
+// exact); it must give the scalar emulator's bits and counts, NaNs included.
+TEST(Quantize, Fp32ShortcutEqualsThePortablePath) {
+  std::vector<float> in;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 100000; ++i) in.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  // the special values, by construction rather than by chance
+  for (std::uint32_t bits : {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x00800000u, 0x7f7fffffu,
+                             0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffbfffffu})
+    in.push_back(std::bit_cast<float>(bits));
+  const auto fp32 = formats::parse_format("fp32");
+  for (auto rounding : {formats::Rounding::nearest_even, formats::Rounding::toward_zero, formats::Rounding::stochastic}) {
+    emu::QuantizeSpec spec{fp32, rounding};
+    spec.seed = 3;
+    std::vector<float> fast(in.size()), slow(in.size());
+    emu::Counters c_fast, c_slow;
+    emu::quantize(in, fast, spec, &c_fast, emu::SimdPath::automatic);
+    emu::quantize(in, slow, spec, &c_slow, emu::SimdPath::portable);
+    EXPECT_EQ(c_fast, c_slow);
+    EXPECT_GT(c_fast.subnormal, 0u);
+    EXPECT_GT(c_fast.nonfinite_in, 0u);
+    int differing = 0;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      differing += std::bit_cast<std::uint32_t>(fast[i]) != std::bit_cast<std::uint32_t>(slow[i]);
+    EXPECT_EQ(differing, 0);
+    std::vector<float> uncounted(in.size());
+    emu::quantize(in, uncounted, spec, nullptr, emu::SimdPath::automatic);
+    EXPECT_EQ(0, std::memcmp(uncounted.data(), fast.data(), in.size() * sizeof(float)));
+  }
 }
 
 TEST(Quantize, BadArgumentsAreRejected) {

@@ -1,5 +1,7 @@
 #include "emu/quantize.h"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -48,6 +50,42 @@ void check_sizes(std::size_t in, std::size_t out, const char* what) {
   if (in != out)
     throw std::invalid_argument(std::string(what) + ": input has " + std::to_string(in) + " elements, output " +
                                 std::to_string(out));
+}
+
+// IEEE binary32 itself (the fp32 output format of policies); its overflow
+// policy does not matter, since no result of a float input overflows.
+bool is_binary32(const Format& f) {
+  return f.exponent_bits == 8 && f.mantissa_bits == 23 && f.bias == 127 && f.subnormals &&
+         f.encoding == formats::Encoding::ieee;
+}
+
+// float -> binary32 is exact: every result is its input, in every rounding
+// mode, with no flag, so the counts are count_rounding's for an exact result.
+// NaNs take the scalar path (a signalling NaN is quieted and raises invalid).
+// The automatic path for fp32; `portable` is its twin (a test compares them).
+template <bool Count>
+void keep_binary32(std::span<const float> in, std::span<float> out, const QuantizeSpec& spec, Counters* counters) {
+  Counters local;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float x = in[i];
+    if (std::isnan(x)) {
+      QuantizeSpec one = spec;
+      one.first_index += i;
+      round_portable<Count>(in.subspan(i, 1), one, &local, [&](std::size_t, std::uint32_t bits) {
+        Flags ignored;
+        out[i] = formats::to_float(spec.format, bits, ignored);
+      });
+      continue;
+    }
+    out[i] = x;
+    if constexpr (Count) {
+      local.elements += 1;
+      local.zeros_in += x == 0;
+      local.nonfinite_in += std::isinf(x);
+      local.subnormal += x != 0 && std::fabs(x) < std::numeric_limits<float>::min();
+    }
+  }
+  if constexpr (Count) *counters += local;
 }
 
 // Runs the SIMD prefix when the path allows, then the portable tail.
@@ -102,6 +140,11 @@ void quantize(std::span<const float> in, std::span<float> out, const QuantizeSpe
               SimdPath path) {
   check_sizes(in.size(), out.size(), "quantize");
   const Format& f = spec.format;
+  if (path == SimdPath::automatic && is_binary32(f)) {
+    if (counters) keep_binary32<true>(in, out, spec, counters);
+    else keep_binary32<false>(in, out, spec, counters);
+    return;
+  }
   run(in, spec, counters, path, out.data(), nullptr, [&](std::size_t i, std::uint32_t bits) {
     Flags ignored;  // a quiet NaN result raises nothing when widened
     out[i] = formats::to_float(f, bits, ignored);
