@@ -14,6 +14,7 @@
 
 #include "emu/conv2d_emu.h"
 #include "refs/conv2d_ref.h"
+#include "speed/bench_args.h"
 
 namespace {
 
@@ -131,28 +132,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string markdown_path;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("bench_conv [--markdown FILE] [Google Benchmark options]\n");
-      benchmark::PrintDefaultHelp();
-      return 0;
-    }
-    if (a == "--markdown") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_conv: error: --markdown needs a file name\n");
-        return 2;
-      }
-      markdown_path = argv[++i];
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  const auto args = mpverify::bench::parse_bench_args(argc, argv, "bench_conv [--markdown FILE] [Google Benchmark options]");
+  if (args.exit_code >= 0) return args.exit_code;
+  const std::string markdown_path = args.markdown_path;
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   if (!markdown_path.empty()) std::ofstream(markdown_path) << reporter.markdown();

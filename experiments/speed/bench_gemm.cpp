@@ -16,6 +16,7 @@
 #include "emu/gemm_emu.h"
 #include "emu/quantize.h"
 #include "refs/gemm_ref.h"
+#include "speed/bench_args.h"
 
 namespace mpverify::bench {
 void eigen_native_sgemm(int n, const float* a, const float* b, float* c);
@@ -136,28 +137,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string markdown_path;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("bench_gemm [--markdown FILE] [Google Benchmark options]\n");
-      benchmark::PrintDefaultHelp();
-      return 0;
-    }
-    if (a == "--markdown") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_gemm: error: --markdown needs a file name\n");
-        return 2;
-      }
-      markdown_path = argv[++i];
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  const auto args = mpverify::bench::parse_bench_args(argc, argv, "bench_gemm [--markdown FILE] [Google Benchmark options]");
+  if (args.exit_code >= 0) return args.exit_code;
+  const std::string markdown_path = args.markdown_path;
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   if (!markdown_path.empty()) std::ofstream(markdown_path) << reporter.markdown();

@@ -30,6 +30,7 @@
 #include "gpu/device_buffer.h"
 #include "gpu/gemm_gpu_device.h"
 #include "gpu/tensor_counters_gpu.h"
+#include "speed/bench_args.h"
 
 namespace {
 
@@ -199,32 +200,13 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string markdown_path;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("bench_gpu [--markdown FILE] [Google Benchmark options]\n");
-      benchmark::PrintDefaultHelp();
-      return 0;
-    }
-    if (a == "--markdown") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_gpu: error: --markdown needs a file name\n");
-        return 2;
-      }
-      markdown_path = argv[++i];
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
+  const auto args = mpverify::bench::parse_bench_args(argc, argv, "bench_gpu [--markdown FILE] [Google Benchmark options]");
+  if (args.exit_code >= 0) return args.exit_code;
+  const std::string markdown_path = args.markdown_path;
   if (const std::string reason = gpu::gpu_unavailable_reason(); !reason.empty()) {
     std::printf("skipped: %s\n", reason.c_str());
     return 0;
   }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const std::string summary = reporter.summary();

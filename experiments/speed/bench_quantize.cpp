@@ -19,6 +19,7 @@
 
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
+#include "speed/bench_args.h"
 
 namespace {
 
@@ -199,27 +200,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path, markdown_path;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("bench_quantize [--json FILE] [--markdown FILE] [Google Benchmark options]\n"
-                  "Times float -> fp16 array rounding against the F16C instruction loop (ratios).\n");
-      benchmark::PrintDefaultHelp();
-      return 0;
-    }
-    if ((a == "--json" || a == "--markdown") && i + 1 >= argc) {
-      std::fprintf(stderr, "bench_quantize: error: %s needs a file name\n", a.c_str());
-      return 2;
-    }
-    if (a == "--json") json_path = argv[++i];
-    else if (a == "--markdown") markdown_path = argv[++i];
-    else args.push_back(argv[i]);
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  const auto args = mpverify::bench::parse_bench_args(argc, argv, "bench_quantize [--json FILE] [--markdown FILE] [Google Benchmark options]\n"
+                                              "Times float -> fp16 array rounding against the F16C instruction loop (ratios).", true);
+  if (args.exit_code >= 0) return args.exit_code;
+  const std::string markdown_path = args.markdown_path;
+  const std::string json_path = args.json_path;
   // Like llm.c's kernel mains: check every candidate against the F16C loop
   // before timing anything.
   const auto& in = inputs();
