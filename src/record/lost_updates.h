@@ -1,0 +1,44 @@
+// Lost updates (swamping): how many of an optimizer step's updates u vanish
+// when added to the weights w, w <- fl(w + u) (issue 4, "Recorders").
+//
+// "Without master weights" is the fp16-pure recipe: the weights are stored in
+// the low weight format, so w is first rounded (nearest-even) to that format
+// (a no-op for a model's stored weights) and the update is lost when
+// fl_low(w + u) == w. "With master weights" is the o2 recipe: an fp32 master
+// copy of w receives the update, w is used as given (a float), and the update
+// is lost only when fl32(w + u) == w. In both cases u is the float update as
+// given (the optimizer computes it in fp32) and the sum w + u is rounded once
+// (emu::add_arrays, whose swamping counters these are).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "formats/format.h"
+
+namespace mpverify::record {
+
+struct LostUpdateCounts {
+  int precision = 0;             // p of the format the weights are stored in
+  std::uint64_t elements = 0;
+  std::uint64_t updates = 0;     // u != 0 with w and u finite: the denominator
+  std::uint64_t lost = 0;        // ... and fl(w + u) == w, exactly
+  std::uint64_t ratio_above = 0; // ... and |w| / |u| > 2^p (the rule of thumb; ties at 2^p are not counted
+                                 // although nearest-even can lose them, e.g. fp16 w = 1, u = 2^-11)
+  double lost_rate = 0;          // lost / updates (0 when updates is 0)
+  double ratio_above_rate = 0;   // ratio_above / updates
+};
+
+struct LostUpdateStats {
+  LostUpdateCounts without_master;  // weights stored in weight_format
+  LostUpdateCounts with_master;     // fp32 master weights
+};
+
+// Throws std::invalid_argument when w and u differ in size.
+LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,
+                             const formats::Format& weight_format);
+
+// One side: w used as given, stored in `format` (fp32 for master weights).
+LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format);
+
+}  // namespace mpverify::record

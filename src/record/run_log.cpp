@@ -1,0 +1,114 @@
+#include "record/run_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace mpverify::record {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int error) {
+  std::string message = "run log: ";
+  message += what;
+  message += " '";
+  message += path.string();
+  message += "': ";
+  message += std::strerror(error);
+  throw std::runtime_error(message);
+}
+
+// Closes the descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void fsync_directory(const std::filesystem::path& dir) {
+  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd < 0) fail("cannot open directory", dir, errno);
+  if (::fsync(d.fd) != 0) fail("cannot fsync directory", dir, errno);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& content) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) fail("cannot create", tmp, errno);
+    std::size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::write(f.fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("cannot write", tmp, errno);
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(f.fd) != 0) fail("cannot fsync", tmp, errno);
+    const int fd = f.fd;
+    f.fd = -1;
+    if (::close(fd) != 0) fail("cannot close", tmp, errno);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename onto", path, errno);
+  fsync_directory(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
+}
+
+RunLog::RunLog(std::filesystem::path dir, std::size_t publish_every)
+    : dir_(std::move(dir)), publish_every_(publish_every == 0 ? 1 : publish_every) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) fail("cannot create directory", dir_, ec.value());
+  if (!std::filesystem::is_directory(dir_)) fail("cannot use as a directory", dir_, ENOTDIR);
+}
+
+RunLog::~RunLog() {
+  try {
+    flush();
+  } catch (...) {  // a destructor must not throw; flush() reports the error to a caller who asks
+  }
+}
+
+void RunLog::append(const nlohmann::json& step) {
+  // dump() escapes newlines inside strings, so one step is one line.
+  content_ += step.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  content_ += '\n';
+  ++appended_;
+  if (appended_ - published_ >= publish_every_) flush();
+}
+
+void RunLog::flush() {
+  if (published_ == appended_ && std::filesystem::exists(steps_path())) return;
+  write_file_atomically(steps_path(), content_);
+  published_ = appended_;
+}
+
+void RunLog::write_summary(const nlohmann::json& summary) {
+  write_file_atomically(dir_ / "summary.json",
+                        summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+std::vector<nlohmann::json> read_steps(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / "steps.jsonl";
+  std::ifstream in(path);
+  if (!in) fail("cannot open", path, errno);
+  std::vector<nlohmann::json> steps;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    auto step = nlohmann::json::parse(line, nullptr, false);
+    if (step.is_discarded())
+      throw std::runtime_error("run log: '" + path.string() + "' line " + std::to_string(number) + " is not JSON");
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+}  // namespace mpverify::record

@@ -1,0 +1,69 @@
+// A run directory's step log (steps.jsonl, one JSON object per line) and its
+// summary (summary.json), written so that a killed run leaves its completed
+// steps readable and never a half-written file (issue 4, "Output").
+//
+// Every publication of the log writes the WHOLE file to steps.jsonl.tmp,
+// fsyncs it, renames it over steps.jsonl and fsyncs the directory. rename()
+// replaces the name atomically, so any reader (ours, jq, pandas) sees either
+// the previous complete file or the new one, never a partial line, and with
+// no special reader. The price is O(file size) per publication, which is why
+// `publish_every` exists: a long run can publish every N steps (the steps in
+// between are lost on a kill, but never half-written); the default publishes
+// every step. Appending lines in place with write + fsync would be O(line), but
+// a kill or power loss mid-write leaves a partial last line that every reader
+// would have to know to ignore, which the issue rules out.
+//
+// A stray steps.jsonl.tmp (from a run killed while publishing) is never read,
+// and is replaced by the next publication. Errors are std::runtime_error
+// naming the path and the system's reason.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mpverify::record {
+
+class RunLog {
+ public:
+  // Creates `dir` (and its parents) when needed. The log starts empty: an
+  // existing steps.jsonl is replaced at the first publication.
+  explicit RunLog(std::filesystem::path dir, std::size_t publish_every = 1);
+  // Publishes the steps not yet published; errors are swallowed here (call
+  // flush() to see them).
+  ~RunLog();
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
+  // Adds one step (serialised on one line; non-finite numbers become null, as
+  // JSON has no NaN) and publishes when publish_every steps are pending.
+  void append(const nlohmann::json& step);
+  // Publishes now (a no-op when nothing is pending).
+  void flush();
+  // summary.json, pretty-printed, through summary.json.tmp + rename.
+  void write_summary(const nlohmann::json& summary);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path steps_path() const { return dir_ / "steps.jsonl"; }
+  std::size_t steps_appended() const { return appended_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::size_t publish_every_;
+  std::string content_;  // every appended line
+  std::size_t appended_ = 0;
+  std::size_t published_ = 0;
+};
+
+// Writes `content` to `path` atomically: path.tmp, fsync, rename, fsync of the
+// directory. std::runtime_error naming the path and errno's text on failure.
+void write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+// The steps of a run directory's steps.jsonl, in order; std::runtime_error
+// naming the file (and the line) when it cannot be read or a line is not JSON.
+std::vector<nlohmann::json> read_steps(const std::filesystem::path& dir);
+
+}  // namespace mpverify::record

@@ -1,0 +1,102 @@
+#include "record/tensor_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "emu/quantize.h"
+#include "formats/arithmetic.h"
+
+namespace mpverify::record {
+
+namespace {
+
+bool exact_in_float(double v) {
+  if (!std::isfinite(v)) return true;  // NaN and infinities only come from x itself
+  const float f = static_cast<float>(v);
+  return std::isfinite(f) && static_cast<double>(f) == v;
+}
+
+double rate(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// log2(a / b) for positive a, b as n + log2(r), with a = ma 2^ea and
+// b = mb 2^eb read exactly by frexp, r = ma / mb (one rounding) brought into
+// [1/sqrt 2, sqrt 2) by an exact factor 2 and n = ea - eb adjusted to match:
+// an exact integer when a / b is a power of two (r == 1), and a small headroom
+// (r near 1, n == 0) keeps log2's relative accuracy instead of cancelling.
+double headroom_log2(double a, double b) {
+  int ea = 0, eb = 0;
+  const double ma = std::frexp(a, &ea), mb = std::frexp(b, &eb);
+  double r = ma / mb;
+  int n = ea - eb;
+  if (r >= std::numbers::sqrt2) { r /= 2; n += 1; }
+  else if (r < std::numbers::sqrt2 / 2) { r *= 2; n -= 1; }
+  return static_cast<double>(n) + std::log2(r);
+}
+
+}  // namespace
+
+TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale, StatsPath path) {
+  if (!(std::isfinite(scale) && scale > 0 && static_cast<double>(static_cast<float>(scale)) == scale))
+    throw std::invalid_argument("tensor_stats: scale " + std::to_string(scale) +
+                                " is not a finite positive float value");
+  TensorStats s;
+  s.thresholds = emu::format_thresholds(target);
+
+  // Products computed once; `all_exact` decides the path.
+  std::vector<float> products(x.size());
+  bool all_exact = true;
+  float max_abs = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = static_cast<double>(x[i]) * scale;
+    all_exact = all_exact && exact_in_float(v);
+    products[i] = std::isnan(x[i]) ? x[i] : static_cast<float>(v);  // NaN kept as in x (payload, signalling bit)
+    if (std::isfinite(x[i])) max_abs = std::max(max_abs, std::fabs(x[i]));
+  }
+  if (path == StatsPath::quantize && !all_exact)
+    throw std::invalid_argument("tensor_stats: path quantize, but some x * scale is not exactly a float");
+  if (path == StatsPath::automatic) path = all_exact ? StatsPath::quantize : StatsPath::scalar;
+
+  if (path == StatsPath::quantize) {
+    std::vector<float> rounded(x.size());
+    emu::quantize(products, rounded, emu::QuantizeSpec{target}, &s.counters);
+  } else {
+    const formats::RoundingContext rc{};
+    for (const float xi : x) {
+      formats::Flags flags;
+      std::uint32_t bits = 0;
+      double v = 0;
+      if (std::isnan(xi)) {
+        // From the float, as quantize does: widening would quiet a signalling NaN.
+        v = xi;
+        bits = formats::from_float(target, xi, rc, flags);
+      } else {
+        v = static_cast<double>(xi) * scale;
+        bits = formats::from_double(target, v, rc, flags);
+      }
+      emu::count_rounding(s.counters, target, v, bits, flags);
+    }
+  }
+  s.histogram.add(x, static_cast<float>(scale));
+
+  const emu::Counters& c = s.counters;
+  s.count = c.elements;
+  s.zeros_in = c.zeros_in;
+  s.nonfinite_in = c.nonfinite_in;
+  s.nonzero_finite = c.elements - c.zeros_in - c.nonfinite_in;
+  s.underflow_to_zero_rate = rate(c.underflow_to_zero, s.nonzero_finite);
+  s.subnormal_rate = rate(c.subnormal, s.nonzero_finite);
+  s.overflow_rate = rate(c.overflow, s.nonzero_finite);
+  s.max_abs = max_abs;
+  s.headroom_log2 = max_abs == 0 ? std::numeric_limits<double>::infinity()
+                                 : headroom_log2(target.max_finite(), static_cast<double>(max_abs) * scale);
+  return s;
+}
+
+}  // namespace mpverify::record

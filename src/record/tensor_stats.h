@@ -1,0 +1,60 @@
+// What rounding a tensor to a low-precision format at a loss scale does to
+// it: the recorder statistics of one tensor (issue 4, "Recorders").
+//
+// The values examined are v = x * scale, rounded to nearest-even to the target
+// format. The scale must be a finite positive float value (a loss scale is),
+// so that x * scale is computed EXACTLY in double: a float times a float has
+// at most 48 significant bits and an exponent inside double's range. That
+// exact v may lie outside float's range (e.g. 2^120 * 2^16 for bf16), which is
+// why v is rounded from the double, not from a float product.
+//
+// Two paths count the roundings, with identical results (a test compares them):
+//  - quantize: when every v is exactly a float (always the case for a
+//    power-of-two scale that keeps the tensor inside float's normal range),
+//    the float products go through emu::quantize with counters (SIMD for fp16);
+//  - scalar: otherwise every v goes through formats::from_double and
+//    emu::count_rounding, element by element.
+// `automatic` picks quantize when it is exact for the whole tensor.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "emu/counters.h"
+#include "emu/exponent_histogram.h"
+#include "formats/format.h"
+
+namespace mpverify::record {
+
+enum class StatsPath { automatic, quantize, scalar };
+
+struct TensorStats {
+  std::uint64_t count = 0;         // elements
+  std::uint64_t zeros_in = 0;      // exact zeros in x (+0 and -0)
+  std::uint64_t nonfinite_in = 0;  // NaN or infinity in x
+  std::uint64_t nonzero_finite = 0;  // count - zeros_in - nonfinite_in: the denominator of the rates
+  // Rates over the non-zero finite inputs (0 when there are none): the
+  // fraction whose rounded v is +-0, is a non-zero subnormal, overflowed
+  // (IEEE overflow flag: to infinity, NaN or saturated, per the format).
+  double underflow_to_zero_rate = 0;
+  double subnormal_rate = 0;
+  double overflow_rate = 0;
+  // Largest |x| over the finite x (0 when there is none); of x, not of v.
+  double max_abs = 0;
+  // log2(max_finite / (scale * max_abs)), from the binary exponents and
+  // significands of max_finite and the exact scale * max_abs: an exact integer
+  // when that ratio is a power of two, else within an ulp or two of the true
+  // value. +inf when max_abs is 0 (nothing can overflow). Negative: the
+  // largest value is above max_finite (it overflows, or saturates).
+  double headroom_log2 = 0;
+  emu::Counters counters;           // the raw counts of rounding every v
+  emu::ExponentHistogram histogram;  // of the exact v
+  emu::FormatThresholds thresholds;  // the target format's, to mark on it
+};
+
+// Throws std::invalid_argument when scale is not a finite positive float value,
+// and when `path` is quantize but some x * scale is not exactly a float.
+TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale = 1.0,
+                         StatsPath path = StatsPath::automatic);
+
+}  // namespace mpverify::record

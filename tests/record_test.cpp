@@ -1,0 +1,443 @@
+// The recorders (tensor statistics, lost updates) on hand-worked cases and a
+// brute-force recount, and the run log's atomic files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "emu/exponent_histogram.h"
+#include "formats/arithmetic.h"
+#include "formats/encoding.h"
+#include "formats/format.h"
+#include "record/lost_updates.h"
+#include "record/run_log.h"
+#include "record/tensor_stats.h"
+
+namespace {
+
+using namespace mpverify;
+namespace fs = std::filesystem;
+
+const formats::Format fp16 = formats::parse_format("fp16");
+const formats::Format bf16 = formats::parse_format("bf16");
+const float inf = std::numeric_limits<float>::infinity();
+const float nan = std::numeric_limits<float>::quiet_NaN();
+
+// --- tensor_stats: hand-worked fp16 ------------------------------------------
+// fp16: smallest subnormal 2^-24, smallest normal 2^-14, largest finite 65504;
+// values above 65520 = 65504 + half an ulp (2^4) round to infinity.
+const std::vector<float> crafted = {0.0f, -0.0f, 0x1p-25f, 0x1p-26f, 0x3p-26f, 0x1p-20f, 1.0f, 65504.0f, -0x1p-25f, 0.0f};
+// Non-zero finite: the 7 values other than the three zeros: the denominator.
+
+TEST(RecordTensorStats, Fp16AtScale1) {
+  // 2^-25: half of 2^-24, a tie between 0 and 2^-24 -> even -> 0 (underflow to zero), and -2^-25 -> -0;
+  // 2^-26: a quarter of 2^-24 -> 0; 3*2^-26 = 0.75 * 2^-24 -> 2^-24 (subnormal);
+  // 2^-20: subnormal (below 2^-14), exact; 1 and 65504: normal.
+  const auto s = record::tensor_stats(crafted, fp16, 1.0);
+  EXPECT_EQ(s.count, 10u);
+  EXPECT_EQ(s.zeros_in, 3u);
+  EXPECT_EQ(s.nonfinite_in, 0u);
+  EXPECT_EQ(s.nonzero_finite, 7u);
+  EXPECT_EQ(s.counters.underflow_to_zero, 3u);
+  EXPECT_EQ(s.counters.subnormal, 2u);
+  EXPECT_EQ(s.counters.overflow, 0u);
+  EXPECT_DOUBLE_EQ(s.underflow_to_zero_rate, 3.0 / 7.0);  // the zeros are not in the denominator
+  EXPECT_DOUBLE_EQ(s.subnormal_rate, 2.0 / 7.0);
+  EXPECT_EQ(s.overflow_rate, 0.0);
+  EXPECT_EQ(s.max_abs, 65504.0);
+  EXPECT_EQ(s.headroom_log2, 0.0);  // log2(65504) - log2(65504)
+}
+
+TEST(RecordTensorStats, Fp16AtScale8) {
+  // x * 8: 2^-22, 2^-23, 3*2^-23 = 6 * 2^-24, 2^-17, -2^-22: all exact subnormals
+  // (multiples of 2^-24 below 2^-14); 8 normal; 65504 * 8 = 524032 > 65520: overflow.
+  const auto s = record::tensor_stats(crafted, fp16, 8.0);
+  EXPECT_EQ(s.counters.underflow_to_zero, 0u);
+  EXPECT_EQ(s.counters.subnormal, 5u);
+  EXPECT_EQ(s.counters.overflow, 1u);
+  EXPECT_EQ(s.underflow_to_zero_rate, 0.0);
+  EXPECT_DOUBLE_EQ(s.subnormal_rate, 5.0 / 7.0);
+  EXPECT_DOUBLE_EQ(s.overflow_rate, 1.0 / 7.0);
+  EXPECT_EQ(s.headroom_log2, -3.0);  // 65504 / (8 * 65504)
+  // Histogram of x * 8: three zeros, and one value in each of these bins.
+  EXPECT_EQ(s.histogram.zeros, 3u);
+  EXPECT_EQ(s.histogram.at(-22), 3u);  // 2^-22, 3*2^-23 = 1.5 * 2^-22, -2^-22
+  for (int e : {-23, -17, 3, 18}) EXPECT_EQ(s.histogram.at(e), 1u) << e;  // 65504 * 8 = 1.999 * 2^18
+  EXPECT_EQ(s.histogram.total(), crafted.size());
+}
+
+TEST(RecordTensorStats, Fp16AtScale1024) {
+  // x * 2^10: 2^-15, 2^-16, 3*2^-16 (= 1.5 * 2^-15), -2^-15: subnormals (below
+  // 2^-14); 2^-10 and 1024 normal; 65504 * 1024: overflow.
+  const auto s = record::tensor_stats(crafted, fp16, 0x1p10);
+  EXPECT_EQ(s.counters.underflow_to_zero, 0u);
+  EXPECT_EQ(s.counters.subnormal, 4u);
+  EXPECT_EQ(s.counters.overflow, 1u);
+  EXPECT_DOUBLE_EQ(s.subnormal_rate, 4.0 / 7.0);
+  EXPECT_DOUBLE_EQ(s.overflow_rate, 1.0 / 7.0);
+  EXPECT_EQ(s.histogram.at(-15), 3u);  // 2^-15, 1.5 * 2^-15, -2^-15
+  EXPECT_EQ(s.histogram.at(-16), 1u);
+  EXPECT_EQ(s.histogram.at(-10), 1u);
+  EXPECT_EQ(s.histogram.at(10), 1u);
+  EXPECT_EQ(s.histogram.at(25), 1u);  // 65504 * 2^10 = 1.999... * 2^25
+  EXPECT_EQ(s.histogram.zeros, 3u);
+  EXPECT_EQ(s.histogram.total(), crafted.size());
+}
+
+TEST(RecordTensorStats, HistogramMarksTheFormatThresholds) {
+  const auto s = record::tensor_stats(crafted, fp16, 1.0);
+  EXPECT_EQ(s.thresholds.min_subnormal_exponent, -24);
+  EXPECT_EQ(s.thresholds.min_normal_exponent, -14);
+  EXPECT_EQ(s.thresholds.max_finite_exponent, 15);
+  EXPECT_EQ(s.thresholds.max_finite, 65504.0);
+  EXPECT_EQ(s.histogram.total(), crafted.size());
+  // At scale 1: bins -25 (two values), -26, -25 again for 3*2^-26 = 1.5*2^-25, -20, 0, 15.
+  EXPECT_EQ(s.histogram.at(-25), 3u);
+  EXPECT_EQ(s.histogram.at(-26), 1u);
+  EXPECT_EQ(s.histogram.at(-20), 1u);
+  EXPECT_EQ(s.histogram.at(0), 1u);
+  EXPECT_EQ(s.histogram.at(15), 1u);
+}
+
+TEST(RecordTensorStats, HeadroomOnPowersOfTwoAndOverflowAt2To16) {
+  const std::vector<float> x = {1.0f, -0.5f, 0.0f};
+  const auto s1 = record::tensor_stats(x, fp16, 1.0);
+  // log2(65504) = 16 + log2(1 - 2^-11) = 16 - 7.0461...e-4.
+  EXPECT_NEAR(s1.headroom_log2, 16.0 + std::log1p(-0x1p-11) / std::log(2.0), 1e-12);
+  // A power-of-two scale shifts it by exactly its log2 (8 and 16 - 3: same
+  // binade, same spacing of doubles).
+  EXPECT_EQ(record::tensor_stats(x, fp16, 8.0).headroom_log2, s1.headroom_log2 - 3.0);
+  // At 2^16: log2(65504 / 65536) = log2(1 - 2^-11) = -7.0461...e-4: negative.
+  const auto s16 = record::tensor_stats(x, fp16, 0x1p16);
+  // Tolerance: both sides are log2 of the exact 1 - 2^-11 within a few ulps of
+  // 7e-4 (an ulp there is 2^-63, 1.1e-19): no cancellation allowed.
+  EXPECT_NEAR(s16.headroom_log2, std::log1p(-0x1p-11) / std::log(2.0), 1e-18);
+  EXPECT_LT(s16.headroom_log2, 0.0);
+  // Ratios that are powers of two give exact integers: 65504 / (65504 * 2^-5) = 2^5.
+  EXPECT_EQ(record::tensor_stats(std::vector<float>{65504.0f}, fp16, 0x1p-5).headroom_log2, 5.0);
+  // 1 * 2^16 = 65536 > 65520: overflows to infinity; -0.5 * 2^16 = -32768 does not.
+  EXPECT_EQ(s16.counters.overflow, 1u);
+  EXPECT_DOUBLE_EQ(s16.overflow_rate, 0.5);  // 1 of the 2 non-zero values
+  EXPECT_EQ(s16.histogram.at(16), 1u);
+  EXPECT_EQ(s16.histogram.at(15), 1u);
+  // 2^15 * 2 = 65536 overflows too, while 2^15 at scale 1 has headroom just under 1.
+  EXPECT_EQ(record::tensor_stats(std::vector<float>{0x1p15f}, fp16, 2.0).counters.overflow, 1u);
+}
+
+TEST(RecordTensorStats, EmptyAndZeroTensors) {
+  const auto s = record::tensor_stats(std::vector<float>{0.0f, -0.0f}, fp16, 1.0);
+  EXPECT_EQ(s.nonzero_finite, 0u);
+  EXPECT_EQ(s.underflow_to_zero_rate, 0.0);
+  EXPECT_EQ(s.max_abs, 0.0);
+  EXPECT_TRUE(std::isinf(s.headroom_log2) && s.headroom_log2 > 0);
+  EXPECT_EQ(record::tensor_stats(std::vector<float>{}, fp16, 1.0).count, 0u);
+}
+
+TEST(RecordTensorStats, NonFiniteInputsAreCountedApart) {
+  const std::vector<float> x = {nan, inf, -inf, 0x1p-26f, 2.0f};
+  const auto s = record::tensor_stats(x, fp16, 1.0);
+  EXPECT_EQ(s.nonfinite_in, 3u);
+  EXPECT_EQ(s.nonzero_finite, 2u);
+  EXPECT_DOUBLE_EQ(s.underflow_to_zero_rate, 0.5);  // 2^-26 -> 0, out of the 2 finite non-zero
+  EXPECT_EQ(s.counters.overflow, 0u);               // infinity in is not an overflow
+  EXPECT_EQ(s.max_abs, 2.0);                        // the infinities are not its max
+  EXPECT_EQ(s.histogram.nans, 1u);
+  EXPECT_EQ(s.histogram.infinities, 2u);
+}
+
+TEST(RecordTensorStats, ProductsOutsideFloatTakeTheScalarPath) {
+  // bf16 has float's exponent range: 2^120 * 2^16 = 2^136 is beyond float
+  // (a float product would be infinity, counted as a non-finite input), but
+  // it is an overflow of bf16; 1.5 * 2^-140 * 2^-16 = 1.5 * 2^-156 is below
+  // float's and bf16's smallest subnormal (2^-149, 2^-133): underflow to zero.
+  const std::vector<float> x = {0x1p120f, 0x3p-141f, 1.0f};
+  EXPECT_THROW(record::tensor_stats(x, bf16, 0x1p16, record::StatsPath::quantize), std::invalid_argument);
+  const auto big = record::tensor_stats(x, bf16, 0x1p16);
+  EXPECT_EQ(big.nonfinite_in, 0u);
+  EXPECT_EQ(big.counters.overflow, 1u);
+  EXPECT_EQ(big.histogram.above_range, 1u);  // 2^136 >= 2^128
+  const auto tiny = record::tensor_stats(x, bf16, 0x1p-16);
+  EXPECT_EQ(tiny.counters.underflow_to_zero, 1u);
+  EXPECT_EQ(tiny.histogram.below_range, 1u);
+  EXPECT_EQ(tiny.counters.overflow, 0u);
+}
+
+TEST(RecordTensorStats, RejectsScalesThatAreNotPositiveFloats) {
+  const std::vector<float> x = {1.0f};
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), 1.0 + 0x1p-40})
+    EXPECT_THROW(record::tensor_stats(x, fp16, bad), std::invalid_argument) << bad;
+}
+
+// Values spread over 2^-40 .. 2^20 with zeros and non-finite ones mixed in.
+std::vector<float> seeded_values(std::uint32_t seed, std::size_t n, int lo, int hi) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> exponent(lo, hi), kind(0, 99);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) {
+    const int k = kind(gen);
+    if (k == 0) v = 0.0f;
+    else if (k == 1) v = (k & 1) ? inf : -inf;
+    else if (k == 2) v = nan;
+    else v = std::ldexp(mantissa(gen), exponent(gen)) * (k % 2 ? 1.0f : -1.0f);
+  }
+  return x;
+}
+
+// The counts computed here from formats::from_double, one value at a time.
+void expect_brute_force_recount(const std::vector<float>& x, const formats::Format& f, double scale) {
+  std::uint64_t zeros = 0, nonfinite = 0, to_zero = 0, subnormal = 0, overflow = 0;
+  std::vector<std::uint64_t> bins(emu::ExponentHistogram::exponent_bins);
+  double max_abs = 0;
+  for (const float xi : x) {
+    const double v = static_cast<double>(xi) * scale;
+    formats::Flags flags;
+    const std::uint32_t bits = formats::from_double(f, v, formats::RoundingContext{}, flags);
+    if (v == 0) { ++zeros; continue; }
+    if (!std::isfinite(v)) { ++nonfinite; continue; }
+    max_abs = std::max(max_abs, std::fabs(static_cast<double>(xi)));
+    to_zero += formats::is_zero(f, bits);
+    subnormal += formats::is_subnormal(f, bits);
+    overflow += formats::is_infinity(f, bits);  // an IEEE format rounding to nearest
+    int e = 0;
+    std::frexp(v, &e);
+    if (e - 1 >= emu::ExponentHistogram::min_exponent && e - 1 <= emu::ExponentHistogram::max_exponent)
+      ++bins[static_cast<std::size_t>(e - 1 - emu::ExponentHistogram::min_exponent)];
+  }
+  const auto s = record::tensor_stats(x, f, scale);
+  const std::uint64_t denominator = x.size() - zeros - nonfinite;
+  EXPECT_EQ(s.zeros_in, zeros);
+  EXPECT_EQ(s.nonfinite_in, nonfinite);
+  EXPECT_EQ(s.counters.underflow_to_zero, to_zero);
+  EXPECT_EQ(s.counters.subnormal, subnormal);
+  EXPECT_EQ(s.counters.overflow, overflow);
+  EXPECT_EQ(s.underflow_to_zero_rate, static_cast<double>(to_zero) / static_cast<double>(denominator));
+  EXPECT_EQ(s.subnormal_rate, static_cast<double>(subnormal) / static_cast<double>(denominator));
+  EXPECT_EQ(s.overflow_rate, static_cast<double>(overflow) / static_cast<double>(denominator));
+  EXPECT_EQ(s.max_abs, max_abs);
+  for (std::size_t i = 0; i < bins.size(); ++i) EXPECT_EQ(s.histogram.bins[i], bins[i]) << i;
+  EXPECT_EQ(s.histogram.total(), x.size());
+  EXPECT_GT(to_zero + subnormal + overflow, 0u);  // the values reach the thresholds at all
+}
+
+TEST(RecordTensorStats, BruteForceRecountFp16) {
+  for (std::uint32_t seed : {1u, 2u}) {
+    const auto x = seeded_values(seed, 100000, -40, 20);
+    for (double scale : {1.0, 8.0, 0x1p10, 0x1p-3}) {
+      SCOPED_TRACE(scale);
+      expect_brute_force_recount(x, fp16, scale);
+    }
+  }
+}
+
+TEST(RecordTensorStats, BruteForceRecountBf16OutsideFloat) {
+  const auto x = seeded_values(3, 100000, -140, 120);  // products leave float's range at 2^+-16
+  for (double scale : {0x1p16, 0x1p-16}) {
+    SCOPED_TRACE(scale);
+    expect_brute_force_recount(x, bf16, scale);
+  }
+}
+
+TEST(RecordTensorStats, BothPathsAgree) {
+  const auto x = seeded_values(4, 100000, -40, 20);
+  for (const auto& f : {fp16, bf16, formats::parse_format("fp8-e4m3"), formats::parse_format("e5m7")}) {
+    for (double scale : {1.0, 0x1p10, 0x1p-5}) {
+      SCOPED_TRACE(f.name + " " + std::to_string(scale));
+      const auto q = record::tensor_stats(x, f, scale, record::StatsPath::quantize);
+      const auto s = record::tensor_stats(x, f, scale, record::StatsPath::scalar);
+      EXPECT_EQ(q.counters, s.counters);
+      EXPECT_EQ(q.histogram, s.histogram);
+      EXPECT_EQ(q.headroom_log2, s.headroom_log2);
+    }
+  }
+}
+
+// --- lost updates --------------------------------------------------------------
+record::LostUpdateCounts one(float w, float u, const formats::Format& f) {
+  return record::lost_update_counts(std::vector<float>{w}, std::vector<float>{u}, f);
+}
+
+TEST(RecordLostUpdates, Fp16ByHand) {
+  // fp16 near 1: spacing 2^-10 above 1, 2^-11 below; p = 11, ratio 2^11.
+  // 1 + 2^-12: below the midpoint 1 + 2^-11 -> 1: lost; |w|/|u| = 2^12 > 2^11.
+  auto c = one(1.0f, 0x1p-12f, fp16);
+  EXPECT_EQ(c.updates, 1u);
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_above, 1u);
+  // 1 + 2^-11: exactly the midpoint, ties to the even 1: lost, though the
+  // ratio 2^11 is not above 2^11 (the rule of thumb misses the tie).
+  c = one(1.0f, 0x1p-11f, fp16);
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_above, 0u);
+  // (1 + 2^-10) + 2^-11: a midpoint whose even neighbour is 1 + 2^-9: kept.
+  c = one(1.0f + 0x1p-10f, 0x1p-11f, fp16);
+  EXPECT_EQ(c.lost, 0u);
+  // 1 + 2^-10: the next value: kept.
+  EXPECT_EQ(one(1.0f, 0x1p-10f, fp16).lost, 0u);
+  // Below 1 the spacing halves: 1 - 2^-11 exists (kept, ratio 2^11 not above),
+  // 1 - 2^-12 is the midpoint of 1 - 2^-11 and 1, ties to 1: lost.
+  c = one(1.0f, -0x1p-11f, fp16);
+  EXPECT_EQ(c.lost, 0u);
+  EXPECT_EQ(c.ratio_above, 0u);
+  c = one(1.0f, -0x1p-12f, fp16);
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_above, 1u);
+}
+
+TEST(RecordLostUpdates, Bf16ByHand) {
+  // bf16: p = 8, spacing 2^-7 above 1, midpoint 1 + 2^-8.
+  auto c = one(1.0f, 0x1p-9f, bf16);
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_above, 1u);  // 2^9 > 2^8
+  c = one(1.0f, 0x1p-8f, bf16);  // the tie: lost
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_above, 0u);
+  EXPECT_EQ(one(1.0f, 0x1p-7f, bf16).lost, 0u);
+}
+
+TEST(RecordLostUpdates, RatesAndMasterWeights) {
+  // fp16 weights 1 with updates 2^-12, 2^-11, 2^-10, 0 (not an update), and a
+  // weight 1 + 2^-12 that fp16 stores as 1.
+  const std::vector<float> w = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f + 0x1p-12f};
+  const std::vector<float> u = {0x1p-12f, 0x1p-11f, 0x1p-10f, 0.0f, 0x1p-12f};
+  const auto s = record::lost_updates(w, u, fp16);
+  EXPECT_EQ(s.without_master.precision, 11);
+  EXPECT_EQ(s.without_master.elements, 5u);
+  EXPECT_EQ(s.without_master.updates, 4u);  // u = 0 is not in the denominator
+  EXPECT_EQ(s.without_master.lost, 3u);     // 2^-12 twice (the stored w is 1), the tie 2^-11
+  EXPECT_EQ(s.without_master.ratio_above, 2u);
+  EXPECT_DOUBLE_EQ(s.without_master.lost_rate, 0.75);
+  EXPECT_DOUBLE_EQ(s.without_master.ratio_above_rate, 0.5);
+  // fp32 masters: 1 + 2^-12, 1 + 2^-11, 1 + 2^-10 and 1 + 2^-11 all exist: nothing lost.
+  EXPECT_EQ(s.with_master.precision, 24);
+  EXPECT_EQ(s.with_master.updates, 4u);
+  EXPECT_EQ(s.with_master.lost, 0u);
+  EXPECT_EQ(s.with_master.ratio_above, 0u);
+  // fp32 loses 2^-25 from 1 (below the midpoint 1 + 2^-24) and the tie 2^-24.
+  const formats::Format fp32 = formats::parse_format("fp32");
+  EXPECT_EQ(one(1.0f, 0x1p-25f, fp32).lost, 1u);
+  EXPECT_EQ(one(1.0f, 0x1p-25f, fp32).ratio_above, 1u);
+  EXPECT_EQ(one(1.0f, 0x1p-24f, fp32).lost, 1u);
+  EXPECT_EQ(one(1.0f, 0x1p-23f, fp32).lost, 0u);
+  EXPECT_THROW(record::lost_updates(w, std::vector<float>{1.0f}, fp16), std::invalid_argument);
+}
+
+// --- run log ---------------------------------------------------------------------
+class RecordRunLog : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = fs::temp_directory_path() /
+            ("mpverify_record_" + std::to_string(::getpid()) + "_" + std::string(info->name()));
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static nlohmann::json step(int i) {
+    return {{"step", i}, {"loss", 1.0 / (i + 1)}, {"scale", 65536.0}, {"skipped", i == 1}, {"note", "a\nb"}};
+  }
+  fs::path root_;
+};
+
+TEST_F(RecordRunLog, WritesStepsAndReadsThemBack) {
+  const fs::path dir = root_ / "run" / "nested";
+  {
+    record::RunLog log(dir);
+    for (int i = 0; i < 3; ++i) log.append(step(i));
+    // Published at every append: readable while the writer lives.
+    EXPECT_EQ(record::read_steps(dir).size(), 3u);
+    log.write_summary({{"steps", 3}, {"final_loss", 0.25}});
+  }
+  const auto steps = record::read_steps(dir);
+  ASSERT_EQ(steps.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(steps[static_cast<std::size_t>(i)], step(i));
+  const std::string text = slurp(dir / "steps.jsonl");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);  // one line per step, the newline in "note" escaped
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "summary.json"))["steps"], 3);
+  EXPECT_FALSE(fs::exists(dir / "steps.jsonl.tmp"));
+  EXPECT_FALSE(fs::exists(dir / "summary.json.tmp"));
+}
+
+TEST_F(RecordRunLog, PublishesEveryNStepsAndOnDestruction) {
+  {
+    record::RunLog log(root_, 2);
+    for (int i = 0; i < 3; ++i) log.append(step(i));
+    EXPECT_EQ(record::read_steps(root_).size(), 2u);  // the third is pending
+  }
+  EXPECT_EQ(record::read_steps(root_).size(), 3u);
+}
+
+TEST_F(RecordRunLog, AKilledRunLeavesOnlyCompleteLines) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child appends three steps, then dies by SIGKILL (no destructor, no
+    // flush) while "publishing" a fourth: a half-written temp file is left.
+    record::RunLog log(root_, 1);
+    for (int i = 0; i < 3; ++i) log.append(step(i));
+    std::ofstream(root_ / "steps.jsonl.tmp") << step(0).dump() << "\n{\"step\": 3, \"lo";
+    std::raise(SIGKILL);
+    ::_exit(3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const auto steps = record::read_steps(root_);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[2], step(2));
+  const std::string text = slurp(root_ / "steps.jsonl");
+  EXPECT_EQ(text.back(), '\n');
+  // A new log in the same directory replaces the stray temp file and starts afresh.
+  record::RunLog again(root_);
+  again.append(step(7));
+  EXPECT_EQ(record::read_steps(root_), std::vector<nlohmann::json>{step(7)});
+  EXPECT_FALSE(fs::exists(root_ / "steps.jsonl.tmp"));
+}
+
+TEST_F(RecordRunLog, ErrorsNameThePathAndTheReason) {
+  fs::create_directories(root_);
+  std::ofstream(root_ / "a_file") << "x";
+  const fs::path bad = root_ / "a_file" / "run";  // a file where a directory should be (fails as root too)
+  try {
+    record::RunLog log(bad);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(bad.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("Not a directory"), std::string::npos) << what;
+  }
+  // The directory disappears under a live log: the next publication names the temp file.
+  const fs::path gone = root_ / "gone";
+  record::RunLog log(gone);
+  fs::remove_all(gone);
+  try {
+    log.append(step(0));
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((gone / "steps.jsonl.tmp").string()), std::string::npos) << what;
+    EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
+  }
+  EXPECT_THROW(record::read_steps(root_ / "nowhere"), std::runtime_error);
+  fs::create_directories(root_ / "broken");
+  std::ofstream(root_ / "broken" / "steps.jsonl") << "{\"step\": 0}\n{\"step\": 1, \"lo";
+  EXPECT_THROW(record::read_steps(root_ / "broken"), std::runtime_error);
+}
+
+}  // namespace
