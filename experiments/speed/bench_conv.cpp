@@ -14,7 +14,7 @@
 
 #include "emu/conv2d_emu.h"
 #include "refs/conv2d_ref.h"
-#include "speed/bench_args.h"
+#include "speed/bench_support.h"
 
 namespace {
 
@@ -84,17 +84,8 @@ BENCHMARK(BM_EigenConv2d)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuConv2dFp16InFp32Acc)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuConv2dFp16InFp16Acc)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-class RatioReporter : public benchmark::ConsoleReporter {
+class RatioReporter : public bench::TimeReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs)
-      if (!r.error_occurred) {
-        std::string name = r.benchmark_name();
-        name = name.substr(0, name.find("/iterations:"));
-        seconds_[name] = r.GetAdjustedRealTime() / 1e3;  // ms -> s
-      }
-  }
   std::string markdown() const {
     std::string s =
         "## Speed: emulated conv2d forward against the Eigen FP32 reference (one thread, counters on)\n\n"
@@ -125,8 +116,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return s;
   }
 
- private:
-  std::map<std::string, double> seconds_;
 };
 
 }  // namespace

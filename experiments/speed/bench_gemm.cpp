@@ -16,7 +16,7 @@
 #include "emu/gemm_emu.h"
 #include "emu/quantize.h"
 #include "refs/gemm_ref.h"
-#include "speed/bench_args.h"
+#include "speed/bench_support.h"
 
 namespace mpverify::bench {
 void eigen_native_sgemm(int n, const float* a, const float* b, float* c);
@@ -87,17 +87,8 @@ BENCHMARK(BM_EmuFp16InFp32Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecon
 BENCHMARK(BM_EmuFp16InFp16Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuTensorCoreModel)->Arg(512)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-class RatioReporter : public benchmark::ConsoleReporter {
+class RatioReporter : public bench::TimeReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs)
-      if (!r.error_occurred) {
-        std::string name = r.benchmark_name();
-        name = name.substr(0, name.find("/iterations:"));
-        seconds_[name] = r.GetAdjustedRealTime() / 1e3;  // ms -> s
-      }
-  }
   std::string markdown() const {
     std::string s =
         "## Speed: emulated GEMM against Eigen's FP32 GEMM (one thread, counters on)\n\n"
@@ -130,8 +121,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return s;
   }
 
- private:
-  std::map<std::string, double> seconds_;
 };
 
 }  // namespace

@@ -30,7 +30,7 @@
 #include "gpu/device_buffer.h"
 #include "gpu/gemm_gpu_device.h"
 #include "gpu/tensor_counters_gpu.h"
-#include "speed/bench_args.h"
+#include "speed/bench_support.h"
 
 namespace {
 
@@ -159,18 +159,8 @@ BENCHMARK(BM_Counters8192sq_fp16_with_histogram)->UseManualTime()->Unit(benchmar
 BENCHMARK(BM_Counters8192sq_fp8e4m3_with_histogram)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // Prints, after the table, every time as a ratio to the baselines of this run.
-class RatioReporter : public benchmark::ConsoleReporter {
+class RatioReporter : public bench::TimeReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs)
-      if (!r.error_occurred) {
-        std::string name = r.benchmark_name();
-        name = name.substr(0, name.find("/manual_time"));
-        seconds_[name] = r.GetAdjustedRealTime() / 1e3;  // ms -> s
-      }
-  }
-
   std::string summary() const {
     std::string s;
     auto line = [&](const char* what, const char* name, const char* base_name, const char* base_what) {
@@ -193,8 +183,6 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return "| work | ms | time ratio |\n|---|---:|---|\n" + s;
   }
 
- private:
-  std::map<std::string, double> seconds_;
 };
 
 }  // namespace

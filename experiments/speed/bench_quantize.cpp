@@ -19,7 +19,7 @@
 
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
-#include "speed/bench_args.h"
+#include "speed/bench_support.h"
 
 namespace {
 

@@ -1,11 +1,13 @@
-// The command line the benchmark programs share: --help, --markdown FILE
-// (and --json FILE where a program writes one), with Google Benchmark's own
-// options passed through. A usage error exits 2, like the mpverify program.
+// What the benchmark programs share: the command line (--help, --markdown
+// FILE, and --json FILE where a program writes one, with Google Benchmark's
+// own options passed through; a usage error exits 2, like the mpverify
+// program) and a reporter that keeps every time for the ratio tables.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,5 +45,25 @@ inline BenchArgs parse_bench_args(int argc, char** argv, const char* usage, bool
   if (benchmark::ReportUnrecognizedArguments(n, rest.data())) out.exit_code = 2;
   return out;
 }
+
+// The console table as usual, and each benchmark's real time in seconds by
+// name, without the "/iterations:N" or "/manual_time" suffix, e.g.
+// "BM_EigenSgemm/512". A program's reporter derives from it and writes its
+// own ratio table.
+class TimeReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs)
+      if (!r.error_occurred) {
+        std::string name = r.benchmark_name();
+        for (const char* suffix : {"/iterations:", "/manual_time"}) name = name.substr(0, name.find(suffix));
+        seconds_[name] = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      }
+  }
+
+ protected:
+  std::map<std::string, double> seconds_;
+};
 
 }  // namespace mpverify::bench
