@@ -1,6 +1,9 @@
 #include "emu/optimizer_emu.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "emu/quantize.h"
@@ -36,11 +39,23 @@ void decay_weights(std::span<float> w, float c, const formats::Format& f, Counte
   if (counters) *counters += local;
 }
 
+void check_update_size(std::span<float> update, std::size_t n) {
+  if (!update.empty() && update.size() != n) {
+    std::string message = "optimizer step: `update` must be empty or as long as w (";
+    message += std::to_string(n);
+    message += "), got ";
+    message += std::to_string(update.size());
+    throw std::invalid_argument(message);
+  }
+}
+
 }  // namespace
 
 void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
-                  std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters) {
+                  std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters,
+                  std::span<float> update) {
   refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
+  check_update_size(update, w.size());
   quantize(w, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.w"));
   const std::vector<float> gr = quantized_copy(g, policy.grad, site_counters(counters, "sgd.grad"));
   const float wd = static_cast<float>(p.weight_decay), mu = static_cast<float>(p.momentum),
@@ -57,12 +72,15 @@ void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std
     for (std::size_t i = 0; i < n; ++i) grad[i] = p.nesterov ? grad[i] + mu * v[i] : v[i];
   }
   for (std::size_t i = 0; i < n; ++i) u[i] = neg_lr * grad[i];
+  if (!update.empty()) std::copy(u.begin(), u.end(), update.begin());
   add_arrays(w, u, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.update"));
 }
 
 void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
-                   std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters) {
+                   std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters,
+                   std::span<float> update) {
   refs::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
+  check_update_size(update, w.size());
   const refs::AdamScalars s = refs::adam_scalars(p, step);
   const float wd = static_cast<float>(p.weight_decay), a = static_cast<float>(s.lerp_weight),
               beta2 = static_cast<float>(p.beta2), c2 = static_cast<float>(s.one_minus_beta2),
@@ -85,6 +103,7 @@ void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, s
     const float denom = std::sqrt(v[i]) / bc2 + eps;
     u[i] = (neg_step * m[i]) / denom;
   }
+  if (!update.empty()) std::copy(u.begin(), u.end(), update.begin());
   add_arrays(w, u, w, QuantizeSpec{policy.weights}, site_counters(counters, "adam.update"));
 }
 

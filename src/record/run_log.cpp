@@ -61,8 +61,8 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   fsync_directory(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
 }
 
-RunLog::RunLog(std::filesystem::path dir, std::size_t publish_every)
-    : dir_(std::move(dir)), publish_every_(publish_every == 0 ? 1 : publish_every) {
+RunLog::RunLog(std::filesystem::path dir, std::size_t publish_every, std::string file_name)
+    : dir_(std::move(dir)), publish_every_(publish_every == 0 ? 1 : publish_every), file_name_(std::move(file_name)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) fail("cannot create directory", dir_, ec.value());
@@ -95,8 +95,9 @@ void RunLog::write_summary(const nlohmann::json& summary) {
                         summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-std::vector<nlohmann::json> read_steps(const std::filesystem::path& dir) {
-  const std::filesystem::path path = dir / "steps.jsonl";
+std::vector<nlohmann::json> read_steps(const std::filesystem::path& dir) { return read_json_lines(dir / "steps.jsonl"); }
+
+std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) fail("cannot open", path, errno);
   std::vector<nlohmann::json> steps;

@@ -31,7 +31,9 @@ class RunLog {
  public:
   // Creates `dir` (and its parents) when needed. The log starts empty: an
   // existing steps.jsonl is replaced at the first publication.
-  explicit RunLog(std::filesystem::path dir, std::size_t publish_every = 1);
+  // `file_name` names the log in `dir` (steps.jsonl; a run keeps its per-tensor
+  // records and histograms in logs of their own, published the same way).
+  explicit RunLog(std::filesystem::path dir, std::size_t publish_every = 1, std::string file_name = "steps.jsonl");
   // Publishes the steps not yet published; errors are swallowed here (call
   // flush() to see them).
   ~RunLog();
@@ -47,12 +49,13 @@ class RunLog {
   void write_summary(const nlohmann::json& summary);
 
   const std::filesystem::path& dir() const { return dir_; }
-  std::filesystem::path steps_path() const { return dir_ / "steps.jsonl"; }
+  std::filesystem::path steps_path() const { return dir_ / file_name_; }
   std::size_t steps_appended() const { return appended_; }
 
  private:
   std::filesystem::path dir_;
   std::size_t publish_every_;
+  std::string file_name_;
   std::string content_;  // every appended line
   std::size_t appended_ = 0;
   std::size_t published_ = 0;
@@ -65,5 +68,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 // The steps of a run directory's steps.jsonl, in order; std::runtime_error
 // naming the file (and the line) when it cannot be read or a line is not JSON.
 std::vector<nlohmann::json> read_steps(const std::filesystem::path& dir);
+// The lines of any JSON Lines file, in order (read_steps is this on dir/steps.jsonl).
+std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& path);
 
 }  // namespace mpverify::record

@@ -1,0 +1,71 @@
+#include "nn/context.h"
+
+#include <cmath>
+
+#include "emu/quantize.h"
+
+namespace mpverify::nn {
+
+std::string_view to_string(Role r) {
+  switch (r) {
+    case Role::activation: return "activation";
+    case Role::activation_grad: return "activation_grad";
+    case Role::weight: return "weight";
+    case Role::weight_grad: return "weight_grad";
+    case Role::update: return "update";
+  }
+  return "?";
+}
+
+std::string_view to_string(Pass p) {
+  switch (p) {
+    case Pass::forward: return "forward";
+    case Pass::backward: return "backward";
+    case Pass::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+bool Precision::is_fp32() const {
+  const formats::Format f = fp32();
+  for (const formats::Format* g : {&matmul_forward, &matmul_backward, &activations, &activation_grads, &weights,
+                                   &weight_grads, &master, &elementwise, &norm_statistics, &norm_parameters,
+                                   &loss_input, &loss_accumulate})
+    if (!(*g == f)) return false;
+  return accumulation == emu::Accumulation::fp32 && !operand_scale;
+}
+
+const formats::Format& Context::format_of(Role role) const {
+  switch (role) {
+    case Role::activation: return precision_->activations;
+    case Role::activation_grad: return precision_->activation_grads;
+    case Role::weight: return precision_->weights;
+    case Role::weight_grad: return precision_->weight_grads;
+    case Role::update: return precision_->master;
+  }
+  return precision_->activations;
+}
+
+void Context::store(std::string_view layer, std::string_view tensor, Role role, std::span<float> values) {
+  store(layer, tensor, role, format_of(role), values);
+}
+
+void Context::store(std::string_view layer, std::string_view tensor, Role role, const formats::Format& format,
+                    std::span<float> values) {
+  if (observer_) exact_.assign(values.begin(), values.end());
+  emu::quantize(values, values, emu::QuantizeSpec{format});
+  if (observer_) observer_->on_store(layer, tensor, role, pass_, exact_, values, format);
+  if (!first_nonfinite_) {
+    std::uint64_t nonfinite = 0;
+    for (float v : values) nonfinite += !std::isfinite(v);
+    if (nonfinite) first_nonfinite_ = NonfiniteOrigin{std::string(layer), std::string(tensor), pass_, nonfinite};
+  }
+}
+
+void Context::note_nonfinite(std::string_view layer, std::string_view tensor, std::uint64_t count) {
+  if (!first_nonfinite_ && count) first_nonfinite_ = NonfiniteOrigin{std::string(layer), std::string(tensor), pass_, count};
+}
+
+void Context::reset_step() { first_nonfinite_.reset(); }
+
+}  // namespace mpverify::nn

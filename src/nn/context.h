@@ -1,0 +1,93 @@
+// What a layer needs while it runs a pass: the backend, the precision, the
+// loss scale, and the one place where tensors are stored.
+//
+// Every tensor a layer keeps (an activation, an activation gradient, a weight
+// gradient) goes through store(): the op produced it in fp32, store() shows
+// those fp32 values to the observer (the recorders), rounds them to the
+// format of their role (nearest-even, in place), and notes the first
+// non-finite value of the step with the layer, tensor and pass where it
+// appeared. Rounding at the store is how an fp16 kernel that computes in fp32
+// writes its output; for the matrix ops it equals the op's own output
+// rounding (their fp32 result is the accumulator).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "emu/counters.h"
+#include "formats/format.h"
+#include "nn/backend.h"
+#include "nn/precision.h"
+
+namespace mpverify::nn {
+
+// Where a non-finite value first appeared in a step.
+struct NonfiniteOrigin {
+  std::string layer, tensor;
+  Pass pass = Pass::forward;
+  std::uint64_t count = 0;  // non-finite values in that tensor after storing
+};
+
+// Sees every stored tensor before and after its rounding (the recorders).
+class StoreObserver {
+ public:
+  virtual ~StoreObserver() = default;
+  // `exact`: the fp32 values the op produced; `stored`: after rounding to `format`.
+  virtual void on_store(std::string_view layer, std::string_view tensor, Role role, Pass pass,
+                        std::span<const float> exact, std::span<const float> stored,
+                        const formats::Format& format) = 0;
+};
+
+class Context {
+ public:
+  Context(Backend& backend, const Precision& precision) : backend_(&backend), precision_(&precision) {}
+
+  Backend& backend() const { return *backend_; }
+  const Precision& precision() const { return *precision_; }
+
+  // The loss scale of this step (multiplies the loss gradient).
+  double loss_scale() const { return loss_scale_; }
+  void set_loss_scale(double s) { loss_scale_ = s; }
+
+  Pass pass() const { return pass_; }
+  void set_pass(Pass p) { pass_ = p; }
+
+  // The emulator's counters (nullptr: counting off), handed to every op.
+  emu::CounterSet* counters() const { return counters_; }
+  void set_counters(emu::CounterSet* c) { counters_ = c; }
+
+  void set_observer(StoreObserver* o) { observer_ = o; }
+  StoreObserver* observer() const { return observer_; }
+
+  // The format a tensor of `role` is stored in.
+  const formats::Format& format_of(Role role) const;
+
+  // Rounds `values` in place to the format of `role` (see above).
+  void store(std::string_view layer, std::string_view tensor, Role role, std::span<float> values);
+  // The same with the format given: batch norm's parameter gradients are
+  // stored in norm_parameters (fp32), not in weight_grads.
+  void store(std::string_view layer, std::string_view tensor, Role role, const formats::Format& format,
+             std::span<float> values);
+
+  // The first non-finite value stored since the last reset, if any.
+  const std::optional<NonfiniteOrigin>& first_nonfinite() const { return first_nonfinite_; }
+  // Notes a non-finite value found outside store() (e.g. an injected fault,
+  // or the loss itself), if none was noted before.
+  void note_nonfinite(std::string_view layer, std::string_view tensor, std::uint64_t count);
+  void reset_step();
+
+ private:
+  Backend* backend_;
+  const Precision* precision_;
+  double loss_scale_ = 1.0;
+  Pass pass_ = Pass::forward;
+  emu::CounterSet* counters_ = nullptr;
+  StoreObserver* observer_ = nullptr;
+  std::optional<NonfiniteOrigin> first_nonfinite_;
+  std::vector<float> exact_;  // scratch: the fp32 values shown to the observer
+};
+
+}  // namespace mpverify::nn

@@ -1,0 +1,63 @@
+#include "nn/linear.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "nn/init.h"
+#include "nn/operand_scaling.h"
+#include "nn/policies.h"
+
+namespace mpverify::nn {
+
+Linear::Linear(std::string name, int in, int out, std::uint64_t seed, std::uint64_t stream)
+    : Layer(std::move(name)), in_(in), out_(out) {
+  if (in < 1 || out < 1) throw std::invalid_argument("Linear " + this->name() + ": in and out must be >= 1");
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  w_ = make_parameter(this->name() + ".w", static_cast<std::size_t>(out) * in, ParameterKind::weight);
+  b_ = make_parameter(this->name() + ".b", static_cast<std::size_t>(out), ParameterKind::weight);
+  fill_uniform(w_.master, bound, seed, stream);
+  fill_uniform(b_.master, bound, seed, stream + 1);
+}
+
+Tensor Linear::forward(Context& ctx, const Tensor& x) {
+  if (x.example_size() != static_cast<std::size_t>(in_))
+    throw std::invalid_argument("Linear " + name() + ": expected " + std::to_string(in_) + " inputs per example, got " +
+                                std::to_string(x.example_size()));
+  x_ = x;
+  Tensor y(x.n, out_);
+  const emu::GemmShape shape{x.n, out_, in_, false, true};
+  const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
+  ctx.backend().gemm(shape, xs.values(), ws.values(), y.span(), matmul_policy(ctx.precision(), Pass::forward),
+                     ctx.counters());
+  unscale_result(xs, ws, y.span());
+  ctx.backend().bias_add(y.channels(), y.span(), b_.value, y.span(), bias_policy(ctx.precision()), ctx.counters());
+  ctx.store(name(), "y", Role::activation, y.span());
+  return y;
+}
+
+Tensor Linear::backward(Context& ctx, const Tensor& dy, bool need_dx) {
+  const emu::GemmPolicy policy = matmul_policy(ctx.precision(), Pass::backward);
+  const ScaledOperand dys(ctx, name() + ".dy", dy.span());
+  Tensor dx;
+  if (need_dx) {
+    dx = Tensor(x_.n, x_.c, x_.h, x_.w);
+    const ScaledOperand ws(ctx, name() + ".w", w_.value);
+    ctx.backend().gemm(emu::GemmShape{dy.n, in_, out_}, dys.values(), ws.values(), dx.span(), policy,
+                       ctx.counters());
+    unscale_result(dys, ws, dx.span());
+    ctx.store(name(), "dx", Role::activation_grad, dx.span());
+  }
+  w_.grad.assign(w_.size(), 0.0f);
+  const ScaledOperand xs(ctx, name() + ".x", x_.span());
+  ctx.backend().gemm(emu::GemmShape{out_, in_, dy.n, true, false}, dys.values(), xs.values(), w_.grad, policy,
+                     ctx.counters());
+  unscale_result(dys, xs, w_.grad);
+  ctx.store(name(), "dw", Role::weight_grad, w_.grad);
+  b_.grad.assign(b_.size(), 0.0f);
+  ctx.backend().bias_add_backward(dy.channels(), dy.span(), b_.grad, bias_policy(ctx.precision()), ctx.counters());
+  ctx.store(name(), "db", Role::weight_grad, b_.grad);
+  return dx;
+}
+
+}  // namespace mpverify::nn

@@ -1,0 +1,27 @@
+// The emulated ops' policies a layer hands its backend, built from the
+// Precision. Outputs are always fp32: the layer rounds them when it stores
+// them (Context::store), after the recorders have seen them.
+#pragma once
+
+#include "nn/backend.h"
+#include "nn/precision.h"
+
+namespace mpverify::nn {
+
+// Matrix ops (GEMM, convolution): operands in matmul_forward (forward) or
+// matmul_backward (both backward GEMMs), the recipe's accumulation.
+emu::GemmPolicy matmul_policy(const Precision& p, Pass pass);
+// Bias add as a GEMM epilogue: the fp32 result plus the bias, one fp32
+// rounding (the store then rounds once more to the activation format); the
+// bias gradient's sum in fp32.
+emu::BiasAddPolicy bias_policy(const Precision& p);
+// Activation functions: inputs in the element-wise format.
+emu::ElementwisePolicy elementwise_policy(const Precision& p);
+emu::MaxPoolPolicy max_pool_policy(const Precision& p);
+// Batch norm: x and dy in the element-wise format, statistics and
+// parameters in their formats.
+emu::BatchNormPolicy batch_norm_policy(const Precision& p);
+// Losses: logits in loss_input, sums in loss_accumulate.
+emu::LossPolicy loss_policy(const Precision& p);
+
+}  // namespace mpverify::nn

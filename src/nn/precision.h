@@ -1,0 +1,62 @@
+// Which format every tensor of a model is stored in and which precision every
+// op computes in: what a training recipe (training/recipe.h) decides, in the
+// form the layers read. Every field defaults to fp32, the reference.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "emu/gemm_emu.h"
+#include "formats/format.h"
+
+namespace mpverify::nn {
+
+// The roles the recorders sort tensors into.
+enum class Role { activation, activation_grad, weight, weight_grad, update };
+std::string_view to_string(Role r);
+
+enum class Pass { forward, backward, optimizer };
+std::string_view to_string(Pass p);
+
+struct Precision {
+  static formats::Format fp32() { return formats::parse_format("fp32"); }
+
+  // GEMM and convolution operands (the matrix-op inputs), forward and
+  // backward (the fp8 recipe: e4m3 forward, e5m2 backward), and how their
+  // products are accumulated.
+  formats::Format matmul_forward = fp32();
+  formats::Format matmul_backward = fp32();
+  emu::Accumulation accumulation = emu::Accumulation::fp32;
+  emu::TensorCoreModel tensor_core;
+
+  // Storage: every layer output (activations), every activation gradient,
+  // the weights the layers compute with (a copy of the master weights,
+  // rounded once per step), the weight gradients, and the master weights the
+  // optimizer updates (fp32 with master weights; the weight format without).
+  formats::Format activations = fp32();
+  formats::Format activation_grads = fp32();
+  formats::Format weights = fp32();
+  formats::Format weight_grads = fp32();
+  formats::Format master = fp32();
+
+  // Element-wise ops (activation functions, bias add, max-pool) compute on
+  // inputs in this format (an fp16 kernel: fp16).
+  formats::Format elementwise = fp32();
+  // Batch norm: statistics and parameters (frameworks keep both fp32).
+  formats::Format norm_statistics = fp32();
+  formats::Format norm_parameters = fp32();
+  // Losses: the logits' format as the loss reads them, and the running sums.
+  formats::Format loss_input = fp32();
+  formats::Format loss_accumulate = fp32();
+
+  // Per-tensor scaling of matrix-op operands (the fp8 recipe): when set, an
+  // operand x is multiplied by operand_scale(site, amax(|x|)) in fp32 before
+  // it is rounded to the operand format, and the fp32 result is multiplied by
+  // the inverse scales. `site` names the operand ("fc1.x", "fc1.w", ...), so
+  // that a delayed-scaling strategy can keep a history per tensor.
+  std::function<float(std::string_view site, float amax)> operand_scale;
+
+  bool is_fp32() const;
+};
+
+}  // namespace mpverify::nn
