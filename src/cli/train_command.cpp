@@ -1,0 +1,165 @@
+// mpverify train --model M --data D --recipe R --scaler S --backend B --steps N --seed S --out DIR
+// Trains one model on one backend under one recipe and loss-scale strategy,
+// with the recorders on, into a run directory (training/trainer.h):
+// steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "training/recipe.h"
+#include "training/trainer.h"
+
+namespace mpverify::cli {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& item : items) {
+    if (!s.empty()) s += ", ";
+    s += item;
+  }
+  return s;
+}
+
+training::FaultInjection parse_injection(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw UsageError("--inject-inf '" + text + "': write STEP:PARAMETER, e.g. 5:fc1.w");
+  training::FaultInjection f;
+  try {
+    std::size_t used = 0;
+    f.step = std::stoull(text.substr(0, colon), &used);
+    if (used != colon) throw std::invalid_argument("trailing characters");
+  } catch (const std::exception&) {
+    throw UsageError("--inject-inf '" + text + "': the step before ':' must be a whole number");
+  }
+  f.parameter = text.substr(colon + 1);
+  return f;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& root, std::vector<Command>& commands) {
+  struct Options {
+    training::TrainConfig config;
+    std::string backend = "ref", out, optimizer = "sgd", inject, against;
+    std::vector<std::string> scaler_opts;
+    double lr = -1, momentum = -1, weight_decay = 0;
+    bool nesterov = false, no_histograms = false, no_recorders = false, json = false, force = false, quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  auto* app = root.add_subcommand(
+      "train",
+      "Train a model on one backend under one precision recipe and loss-scale strategy, recording per step and\n"
+      "per tensor the exponent histograms, underflow/overflow rates at the current scale, lost updates and\n"
+      "non-finite origins, into a run directory (steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json).\n"
+      "Example: mpverify train --model mlp --recipe o2 --scaler torch --backend emu --steps 300 --out runs/o2\n"
+      "Recipes: " + joined(training::recipe_names()) + " (NAME:KEY=VALUE,... sets formats, e.g. o2:low=e5m7;\n"
+      "see src/training/recipe.h). Scalers: " + joined(training::scaler_names()) + ".");
+  training::TrainConfig& c = o->config;
+  app->add_option("--model", c.model, "mlp, cnn or dcgan")->capture_default_str();
+  app->add_option("--data", c.data, "synthetic (a seeded built-in digits set)")->capture_default_str();
+  app->add_option("--train-size", c.train_size, "Examples in the synthetic training set")->capture_default_str();
+  app->add_option("--recipe", c.recipe, "Precision recipe")->capture_default_str();
+  app->add_option("--scaler", c.scaler, "Loss-scale strategy (found_inf-driven)")->capture_default_str();
+  app->add_option("--scaler-opt", o->scaler_opts,
+                  "KEY=VALUE for the scaler, repeatable (e.g. init=1024, interval=100; static needs scale=S)");
+  app->add_option("--backend", o->backend, "ref (Eigen FP32), emu (emulated formats) or gpu (CUDA)")
+      ->capture_default_str();
+  app->add_option("--steps", c.steps, "Training steps")->capture_default_str();
+  app->add_option("--seed", c.seed, "Seed of the data, the initial weights and the batches")->capture_default_str();
+  app->add_option("--batch-size", c.batch_size, "Examples per step")->capture_default_str();
+  app->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
+  app->add_option("--lr", o->lr, "Learning rate (default: sgd 0.05, adam 1e-3)");
+  app->add_option("--momentum", o->momentum, "SGD momentum (default 0.9)");
+  app->add_option("--weight-decay", o->weight_decay, "Weight decay")->capture_default_str();
+  app->add_flag("--nesterov", o->nesterov, "Nesterov momentum (SGD)");
+  app->add_option("--record-every", c.record_every, "Per-tensor records every N steps (0: none)")
+      ->capture_default_str();
+  app->add_flag("--no-histograms", o->no_histograms, "Do not write histograms.jsonl");
+  app->add_flag("--no-recorders", o->no_recorders, "Turn every recorder off (rates are then 0)");
+  app->add_option("--study-format", c.study_format,
+                  "Format fp32 tensors are measured against (what it WOULD lose)")->capture_default_str();
+  app->add_option("--against", o->against, "ref: evaluate the FP32 reference at the run's weights every step "
+                                           "(loss difference, per-parameter gradient cosine and relative error)");
+  app->add_option("--inject-inf", o->inject, "STEP:PARAMETER: set one gradient element to +inf at that step");
+  app->add_option("--out", o->out, "Run directory")->required();
+  app->add_flag("--force", o->force, "Replace an existing run in --out");
+  app->add_flag("--json", o->json, "Print summary.json on standard output at the end");
+  app->add_flag("--quiet", o->quiet, "No progress line");
+
+  commands.push_back({app, [o] {
+    training::TrainConfig config = o->config;
+    try {
+      config.backend = nn::parse_backend(o->backend);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--backend: ") + e.what());
+    }
+    if (o->optimizer == "sgd") {
+      config.optimizer = training::OptimizerKind::sgd;
+      if (o->lr >= 0) config.sgd.lr = o->lr;
+      if (o->momentum >= 0) config.sgd.momentum = o->momentum;
+      config.sgd.weight_decay = o->weight_decay;
+      config.sgd.nesterov = o->nesterov;
+    } else if (o->optimizer == "adam" || o->optimizer == "adamw") {
+      config.optimizer = training::OptimizerKind::adam;
+      if (o->lr >= 0) config.adam.lr = o->lr;
+      config.adam.weight_decay = o->weight_decay;
+      config.adam.adamw = o->optimizer == "adamw";
+    } else {
+      throw UsageError("--optimizer " + o->optimizer + ": use sgd, adam or adamw");
+    }
+    for (const std::string& text : o->scaler_opts) {
+      const std::size_t eq = text.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--scaler-opt '" + text + "': write KEY=VALUE");
+      std::string key = text.substr(0, eq);
+      // STRATEGY.KEY=VALUE (the replay-scalers form) is accepted for the chosen strategy.
+      if (key.starts_with(config.scaler + ".")) key = key.substr(config.scaler.size() + 1);
+      config.scaler_options[key] = text.substr(eq + 1);
+    }
+    config.histograms = !o->no_histograms;
+    config.recorders = !o->no_recorders;
+    if (!o->against.empty() && o->against != "ref") throw UsageError("--against: only 'ref' is available");
+    config.against_reference = !o->against.empty();
+    if (!o->inject.empty()) config.inject = parse_injection(o->inject);
+
+    const std::filesystem::path out = o->out;
+    if (std::filesystem::exists(out / "steps.jsonl") && !o->force)
+      throw UsageError("--out " + o->out + " already holds a run (steps.jsonl); pass --force to replace it");
+    if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
+      throw UsageError("--out " + o->out + " exists and is not a directory");
+
+    const bool show = !o->quiet && ::isatty(2);
+    try {
+      training::run_training(config, out, [&](const nlohmann::json& step) {
+        if (!show) return;
+        const auto& loss = step["loss"];
+        std::fprintf(stderr, "\rstep %zu/%zu  loss %-10.5g scale %-10g %s", step["step"].get<std::size_t>() + 1,
+                     config.steps, loss.is_number() ? loss.get<double>() : NAN, step["scale"].get<double>(),
+                     step["skipped"].get<bool>() ? "skipped" : "       ");
+        std::fflush(stderr);
+      });
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    if (show) std::fprintf(stderr, "\n");
+    const nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+    if (o->json) {
+      std::cout << summary.dump(2) << "\n";
+    } else {
+      std::cout << "run: " << o->out << "  steps " << summary["steps"] << "  skipped " << summary["skipped_steps"]
+                << "  final loss " << summary["final_loss"] << "  final scale " << summary["final_scale"] << "\n";
+    }
+    return 0;
+  }});
+}
+
+}  // namespace mpverify::cli

@@ -1,0 +1,172 @@
+#include "training/recipe.h"
+
+#include <stdexcept>
+
+namespace mpverify::training {
+
+namespace {
+
+using formats::Format;
+using formats::parse_format;
+
+const std::vector<std::string>& names() {
+  static const std::vector<std::string> n = {"fp32",    "o1",      "o2",        "fp16-pure",
+                                             "bf16-o1", "bf16-o2", "bf16-pure", "fp8"};
+  return n;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& item : items) {
+    if (!s.empty()) s += ", ";
+    s += item;
+  }
+  return s;
+}
+
+[[noreturn]] void fail(std::string_view recipe, std::string_view what) {
+  std::string message = "recipe '";
+  message += recipe;
+  message += "': ";
+  message += what;
+  throw std::invalid_argument(message);
+}
+
+// The low-precision roles of the mixed recipes, set to `low`.
+void set_mixed(Recipe& r, const Format& low, bool low_weights, bool pure) {
+  nn::Precision& p = r.precision;
+  p.matmul_forward = p.matmul_backward = low;
+  p.activations = p.activation_grads = p.elementwise = low;
+  p.weight_grads = low;
+  if (low_weights) p.weights = low;
+  if (low_weights) p.loss_input = low;
+  if (pure) {
+    p.master = low;
+    p.norm_parameters = low;
+    r.optimizer_state = low;
+  }
+}
+
+// The recipe's table row before any key.
+Recipe base_recipe(std::string_view name, std::string_view text) {
+  Recipe r;
+  const Format fp16 = parse_format("fp16"), bf16 = parse_format("bf16");
+  if (name == "fp32") return r;
+  if (name == "o1") set_mixed(r, fp16, false, false);
+  else if (name == "o2") set_mixed(r, fp16, true, false);
+  else if (name == "fp16-pure") set_mixed(r, fp16, true, true);
+  else if (name == "bf16-o1") set_mixed(r, bf16, false, false);
+  else if (name == "bf16-o2") set_mixed(r, bf16, true, false);
+  else if (name == "bf16-pure") set_mixed(r, bf16, true, true);
+  else if (name == "fp8") {
+    set_mixed(r, bf16, false, false);
+    r.precision.matmul_forward = parse_format("e4m3");
+    r.precision.matmul_backward = parse_format("e5m2");
+    r.operand_scaling = OperandScaling::current;
+  } else {
+    std::string what = "unknown recipe '";
+    what += name;
+    what += "'; the recipes are ";
+    what += joined(names());
+    fail(text, what);
+  }
+  return r;
+}
+
+// Every role that holds the recipe's low format is set to `low`.
+void replace_low(Recipe& r, const Format& old_low, const Format& low) {
+  nn::Precision& p = r.precision;
+  for (Format* f : {&p.matmul_forward, &p.matmul_backward, &p.activations, &p.activation_grads, &p.elementwise,
+                    &p.weights, &p.weight_grads, &p.master, &p.norm_statistics, &p.norm_parameters, &p.loss_input,
+                    &p.loss_accumulate, &r.optimizer_state})
+    if (*f == old_low) *f = low;
+}
+
+void apply_key(Recipe& r, std::string_view name, std::string_view key, std::string_view value, std::string_view text) {
+  nn::Precision& p = r.precision;
+  if (key == "accumulation") {
+    if (value == "fp32") p.accumulation = emu::Accumulation::fp32;
+    else if (value == "fp16") p.accumulation = emu::Accumulation::fp16;
+    else if (value == "tensor_core" || value == "tensor-core") p.accumulation = emu::Accumulation::tensor_core;
+    else fail(text, "accumulation must be fp32, fp16 or tensor_core");
+    return;
+  }
+  if (key == "fp8_scaling") {
+    if (value == "current") r.operand_scaling = OperandScaling::current;
+    else if (value == "delayed") r.operand_scaling = OperandScaling::delayed;
+    else if (value == "none") r.operand_scaling = OperandScaling::none;
+    else fail(text, "fp8_scaling must be current, delayed or none");
+    return;
+  }
+  struct Field {
+    const char* key;
+    Format* format;
+  };
+  const Field fields[] = {{"low", nullptr},
+                          {"matmul_forward", &p.matmul_forward},   {"matmul_backward", &p.matmul_backward},
+                          {"activations", &p.activations},         {"activation_grads", &p.activation_grads},
+                          {"elementwise", &p.elementwise},         {"weights", &p.weights},
+                          {"weight_grads", &p.weight_grads},       {"master", &p.master},
+                          {"norm_statistics", &p.norm_statistics}, {"norm_parameters", &p.norm_parameters},
+                          {"loss_input", &p.loss_input},           {"loss_accumulate", &p.loss_accumulate},
+                          {"optimizer_state", &r.optimizer_state}};
+  const Field* field = nullptr;
+  for (const Field& f : fields)
+    if (key == f.key) field = &f;
+  if (!field) {
+    std::string what = "unknown key '";
+    what += key;
+    what += "'; the keys are accumulation, fp8_scaling";
+    for (const Field& f : fields) {
+      what += ", ";
+      what += f.key;
+    }
+    fail(text, what);
+  }
+  Format format;
+  try {
+    format = parse_format(value);
+  } catch (const std::exception& e) {
+    std::string what = "key ";
+    what += key;
+    what += ": ";
+    what += e.what();
+    fail(text, what);
+  }
+  if (field->format) {
+    *field->format = format;
+    return;
+  }
+  if (name == "fp32" || name == "fp8") fail(text, "low= applies to the mixed recipes (o1, o2, fp16-pure, bf16-*)");
+  replace_low(r, parse_format(name.starts_with("bf16") ? "bf16" : "fp16"), format);
+}
+
+}  // namespace
+
+std::vector<std::string> recipe_names() { return names(); }
+
+Recipe parse_recipe(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  const std::string_view name = text.substr(0, colon);
+  Recipe r = base_recipe(name, text);
+  r.name = std::string(text);
+  if (colon == std::string_view::npos) return r;
+  std::string_view rest = text.substr(colon + 1);
+  if (rest.empty()) fail(text, "nothing after ':'; write KEY=VALUE pairs separated by commas");
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view pair = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == pair.size()) {
+      std::string what = "'";
+      what += pair;
+      what += "' is not KEY=VALUE";
+      fail(text, what);
+    }
+    apply_key(r, name, pair.substr(0, eq), pair.substr(eq + 1), text);
+  }
+  return r;
+}
+
+}  // namespace mpverify::training

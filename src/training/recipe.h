@@ -1,0 +1,66 @@
+// Precision recipes: which format each tensor of a model lives in, by name,
+// as the frameworks' mixed-precision modes set them (issue 4, "Precision
+// recipes"). A recipe is written NAME[:KEY=VALUE[,KEY=VALUE...]], e.g.
+// `o2`, `bf16-o2`, `o2:low=e5m7`, `fp8:fp8_scaling=delayed`.
+//
+// name       matmul operands    activations,   weights the     master   norm     loss input   optimizer
+//            (fwd / bwd)        their grads,   layers use      (the     params   (logits as   state
+//                               element-wise   (bias incl.)    optimizer         the loss
+//                                                              writes)           reads them)
+// ---------  -----------------  -------------  --------------  -------  -------  -----------  ---------
+// fp32       fp32               fp32           fp32            fp32     fp32     fp32         fp32
+// o1         fp16               fp16           fp32            fp32     fp32     fp32         fp32
+// o2         fp16               fp16           fp16            fp32     fp32     fp16         fp32
+// fp16-pure  fp16               fp16           fp16            fp16     fp16     fp16         fp16
+// bf16-o1, bf16-o2, bf16-pure: the same with bf16.
+// fp8        e4m3 / e5m2,       bf16           fp32            fp32     fp32     fp32         fp32
+//            per-tensor scales
+//
+// Weight gradients are stored in the low format in every mixed recipe (an
+// autocast GEMM's output is fp16 even for an fp32 parameter) and widened to
+// fp32 by the unscale; batch-norm statistics are fp32 everywhere; losses
+// and bias gradients sum in fp32. Accumulation is fp32 unless asked.
+//
+// o1 vs o2 in this emulator: autocast (o1) rounds the fp32 weights to fp16 at
+// every matrix op, which gives the same operands as o2's fp16 copy; what
+// differs is the bias (o1 keeps it fp32 and adds it in the GEMM's fp32
+// epilogue; o2 holds it in fp16) and the loss input (autocast runs the loss
+// in fp32 on the widened fp16 logits: the same values). So o1 and o2 agree
+// closely for these models, as they should: their arithmetic differs little.
+//
+// Keys (any format the foundation parses: fp16, bf16, e4m3, e5m7, ...):
+//   low=F            every tensor the recipe keeps in its low format (fp16 / bf16 above)
+//   matmul_forward=F, matmul_backward=F, activations=F, activation_grads=F,
+//   elementwise=F, weights=F, weight_grads=F, master=F, norm_statistics=F,
+//   norm_parameters=F, loss_input=F, loss_accumulate=F, optimizer_state=F
+//   accumulation=fp32|fp16|tensor_core
+//   fp8_scaling=current|delayed|none (fp8 recipe: how each operand's scale is
+//   chosen; delayed is TE's DelayedScaling with history=1024, algo max)
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/format.h"
+#include "nn/precision.h"
+
+namespace mpverify::training {
+
+enum class OperandScaling { none, current, delayed };
+
+struct Recipe {
+  std::string name;   // as given, e.g. "o2:low=e5m7"
+  nn::Precision precision;  // operand_scale unset: the trainer installs it from `operand_scaling`
+  formats::Format optimizer_state = nn::Precision::fp32();
+  OperandScaling operand_scaling = OperandScaling::none;
+};
+
+// fp32, o1, o2, fp16-pure, bf16-o1, bf16-o2, bf16-pure, fp8.
+std::vector<std::string> recipe_names();
+
+// Throws std::invalid_argument naming the unknown recipe or key, or the bad
+// value, and listing what is accepted.
+Recipe parse_recipe(std::string_view text);
+
+}  // namespace mpverify::training

@@ -1,0 +1,79 @@
+// The recorders of one training run (issue 4, "Recorders"): every tensor a
+// layer stores (nn::Context::store), and the weights and updates the
+// trainer hands in, measured against the format it lives in:
+//  - its log2-exponent histogram (with the zero bin; the format's thresholds
+//    go in the summary);
+//  - the fraction of its non-zero finite FP32 values (as the op produced
+//    them, before the store rounds them) that become zero, and that become
+//    subnormal, in the target format; the overflow rate; the headroom
+//    log2(max_finite / max|x|).
+// Gradients in the backward pass are the scaled ones (the loss scale
+// multiplied the loss gradient), so these are the rates "at the current
+// scale", as the issue defines them.
+//
+// The target format is the tensor's storage format, except where that is
+// fp32 (the fp32 recipe, master weights): there the study format (fp16 by
+// default) is used instead, so an FP32 run reports what fp16 WOULD lose at
+// its scale; the per-tensor record names the format it was measured against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/format.h"
+#include "nn/context.h"
+
+namespace mpverify::training {
+
+struct RateCounts {
+  std::uint64_t nonzero = 0;            // non-zero finite values examined
+  std::uint64_t underflow_to_zero = 0;  // ... that became +-0
+  std::uint64_t subnormal = 0;          // ... that became non-zero subnormals
+  std::uint64_t overflow = 0;           // ... that overflowed (IEEE overflow flag)
+  double underflow_rate() const { return rate(underflow_to_zero); }
+  double subnormal_rate() const { return rate(subnormal); }
+  double overflow_rate() const { return rate(overflow); }
+  double rate(std::uint64_t n) const { return nonzero ? static_cast<double>(n) / static_cast<double>(nonzero) : 0.0; }
+  RateCounts& operator+=(const RateCounts& o);
+};
+
+class StepRecorder final : public nn::StoreObserver {
+ public:
+  explicit StepRecorder(formats::Format study_format) : study_(std::move(study_format)) {}
+
+  // Starts a step; `keep_records`: keep per-tensor lines (and histograms) for it.
+  void begin_step(std::size_t step, bool keep_records, bool histograms);
+
+  void on_store(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+                std::span<const float> exact, std::span<const float> stored,
+                const formats::Format& format) override;
+  // A tensor the trainer holds (weights, updates): measured as if stored in `format`.
+  void record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+              std::span<const float> values, const formats::Format& format);
+
+  // Sums over the step's tensors: gradients (activation and weight) and activations.
+  const RateCounts& gradients() const { return gradients_; }
+  const RateCounts& activations() const { return activations_; }
+
+  // The step's per-tensor records (tensors.jsonl lines) and histograms
+  // (histograms.jsonl lines), moved out.
+  std::vector<nlohmann::json> take_tensor_lines() { return std::move(tensor_lines_); }
+  std::vector<nlohmann::json> take_histogram_lines() { return std::move(histogram_lines_); }
+
+  // The formats measured against so far, with their thresholds (for the summary).
+  const nlohmann::json& thresholds() const { return thresholds_; }
+
+ private:
+  formats::Format study_;
+  std::size_t step_ = 0;
+  bool keep_ = false, histograms_ = false;
+  RateCounts gradients_, activations_;
+  std::vector<nlohmann::json> tensor_lines_, histogram_lines_;
+  nlohmann::json thresholds_ = nlohmann::json::object();
+};
+
+}  // namespace mpverify::training

@@ -1,0 +1,420 @@
+#include "training/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "data/random.h"
+#include "data/synthetic_digits.h"
+#include "nn/models.h"
+#include "nn/policies.h"
+#include "nn/ref_backend.h"
+#include "record/lost_updates.h"
+#include "record/run_log.h"
+#include "training/unscale.h"
+
+namespace mpverify::training {
+
+namespace {
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+[[noreturn]] void bad_config(std::string what) { throw std::invalid_argument(std::move(what)); }
+
+double cosine(std::span<const float> a, std::span<const float> b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : std::nan("");
+}
+
+// ||subject - reference|| / ||reference|| in double.
+double relative_error(std::span<const float> reference, std::span<const float> subject) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    const double d = static_cast<double>(subject[i]) - reference[i];
+    diff += d * d;
+    ref += static_cast<double>(reference[i]) * reference[i];
+  }
+  return ref > 0 ? std::sqrt(diff / ref) : std::nan("");
+}
+
+std::size_t argmax_row(std::span<const float> row) {
+  return static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+}  // namespace
+
+// Shows every stored tensor to the recorders and to the config's extra observer.
+class TeeObserver final : public nn::StoreObserver {
+ public:
+  TeeObserver(nn::StoreObserver* a, nn::StoreObserver* b) : a_(a), b_(b) {}
+  void on_store(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+                std::span<const float> exact, std::span<const float> stored, const formats::Format& format) override {
+    if (a_) a_->on_store(layer, tensor, role, pass, exact, stored, format);
+    if (b_) b_->on_store(layer, tensor, role, pass, exact, stored, format);
+  }
+
+ private:
+  nn::StoreObserver *a_, *b_;
+};
+
+struct Trainer::Impl {
+  std::unique_ptr<TeeObserver> tee;
+  data::Split data;
+  std::unique_ptr<data::BatchIterator> batches;
+  std::unique_ptr<nn::Backend> backend;
+  std::unique_ptr<LossScaler> scaler;
+  std::unique_ptr<nn::Context> ctx;
+  emu::CounterSet counters;
+
+  // Classifier (mlp, cnn) or the DCGAN pair.
+  std::optional<nn::Sequential> model;
+  std::optional<nn::Dcgan> gan;
+
+  // The FP32 reference evaluated at the run's weights (--against ref).
+  std::optional<nn::Sequential> reference;
+  nn::RefBackend ref_backend;
+  nn::Precision ref_precision;
+
+  // fp8 delayed scaling: one history per operand site and pass.
+  std::map<std::string, std::unique_ptr<AmaxScaler>, std::less<>> operand_scalers;
+
+  // Lost-update totals of the step, over all parameters.
+  record::LostUpdateCounts lost_master, lost_without_master;
+};
+
+Trainer::Trainer(TrainConfig config)
+    : config_(std::move(config)), recipe_(parse_recipe(config_.recipe)), impl_(std::make_unique<Impl>()),
+      recorder_(formats::parse_format(config_.study_format)) {
+  Impl& m = *impl_;
+  if (config_.data != "synthetic")
+    bad_config("--data " + config_.data + ": only 'synthetic' is built in so far (real data sets come with issue 5)");
+  if (config_.batch_size < 2) bad_config("--batch-size must be at least 2 (batch norm needs two examples)");
+  if (config_.steps == 0) bad_config("--steps must be at least 1");
+
+  // The loss scaler: found_inf-driven only; the amax-driven ones scale fp8 operands.
+  {
+    std::unique_ptr<Scaler> s = make_scaler(config_.scaler, config_.scaler_options);
+    if (s->drive() != Drive::found_inf)
+      bad_config("--scaler " + config_.scaler +
+                 " scales FP8 operands from their amax, not the loss; use it through the recipe "
+                 "(--recipe fp8:fp8_scaling=delayed) and pick a loss scaler (none, static, torch, ...)");
+    m.scaler.reset(static_cast<LossScaler*>(s.release()));
+  }
+  m.backend = nn::make_backend(config_.backend);
+  if (config_.backend == nn::BackendKind::ref && !recipe_.precision.is_fp32() &&
+      recipe_.operand_scaling == OperandScaling::none)
+    bad_config("--backend ref runs the fp32 recipe only (it is the Eigen FP32 reference); use --backend emu for "
+               "recipe " + config_.recipe);
+  if (config_.backend == nn::BackendKind::ref && recipe_.operand_scaling != OperandScaling::none)
+    bad_config("--backend ref runs the fp32 recipe only; use --backend emu for recipe " + config_.recipe);
+
+  // Operand scaling (fp8): E4M3's range forward, E5M2's backward.
+  if (recipe_.operand_scaling != OperandScaling::none) {
+    const formats::Format forward = recipe_.precision.matmul_forward, backward = recipe_.precision.matmul_backward;
+    recipe_.precision.operand_scale = [this, forward, backward](std::string_view site, float amax) -> float {
+      const bool is_forward = impl_->ctx->pass() == nn::Pass::forward;
+      const float fp8_max = static_cast<float>((is_forward ? forward : backward).max_finite());
+      if (recipe_.operand_scaling == OperandScaling::current) return current_scale(amax, CurrentConfig{fp8_max});
+      std::string key(site);
+      key += is_forward ? "@forward" : "@backward";
+      auto it = impl_->operand_scalers.find(key);
+      if (it == impl_->operand_scalers.end()) {
+        DelayedConfig c;
+        c.fp8_max = fp8_max;
+        it = impl_->operand_scalers.emplace(key, std::make_unique<DelayedScaler>(c)).first;
+      }
+      return static_cast<float>(it->second->step(amax).scale_used);
+    };
+  }
+  m.ctx = std::make_unique<nn::Context>(*m.backend, recipe_.precision);
+  m.tee = std::make_unique<TeeObserver>(config_.recorders ? &recorder_ : nullptr, config_.extra_observer);
+  if (config_.recorders || config_.extra_observer) m.ctx->set_observer(m.tee.get());
+  if (config_.recorders) m.ctx->set_counters(&m.counters);
+
+  data::SyntheticOptions so;
+  so.seed = config_.seed;
+  so.train_size = config_.train_size;
+  so.test_size = 0;
+  m.data = data::synthetic_digits(so);
+  data::BatchOptions bo;
+  bo.batch_size = config_.batch_size;
+  bo.seed = config_.seed;
+  m.batches = std::make_unique<data::BatchIterator>(m.data.train, bo);
+
+  const data::Dataset& d = m.data.train;
+  if (config_.model == "mlp") m.model.emplace(nn::make_mlp(d.channels, d.height, d.width, d.classes, config_.seed));
+  else if (config_.model == "cnn") m.model.emplace(nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed));
+  else if (config_.model == "dcgan") m.gan.emplace(nn::make_dcgan(d.height, nn::kDcganLatent, config_.seed));
+  else bad_config("--model " + config_.model + ": the models are mlp, cnn and dcgan");
+
+  if (config_.against_reference) {
+    if (m.gan) bad_config("--against ref compares classifier gradients; it is not available for dcgan yet");
+    if (config_.model == "mlp")
+      m.reference.emplace(nn::make_mlp(d.channels, d.height, d.width, d.classes, config_.seed));
+    else
+      m.reference.emplace(nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed));
+  }
+  if (config_.inject) {
+    bool found = false;
+    for (nn::Parameter* p : parameters()) found = found || p->name == config_.inject->parameter;
+    if (!found) {
+      std::string names;
+      for (nn::Parameter* p : parameters()) names += (names.empty() ? "" : ", ") + p->name;
+      bad_config("--inject-inf: no parameter '" + config_.inject->parameter + "'; the model's are " + names);
+    }
+  }
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<nn::Parameter*> Trainer::parameters() {
+  if (!impl_->gan) return impl_->model->parameters();
+  std::vector<nn::Parameter*> all = impl_->gan->generator.parameters();
+  for (nn::Parameter* p : impl_->gan->discriminator.parameters()) all.push_back(p);
+  return all;
+}
+
+namespace {
+
+// Unscale, found_inf, scaler, optimizer for one set of parameters; records
+// the updates. Returns the scaler's verdict and the found_inf flag.
+struct UpdateResult {
+  StepResult scaler;
+  bool found_inf = false;
+};
+
+}  // namespace
+
+nlohmann::json Trainer::step() {
+  if (aborted_) throw std::logic_error("Trainer::step: the run aborted (the scaler stopped it)");
+  Impl& m = *impl_;
+  nn::Context& ctx = *m.ctx;
+  const std::size_t step = step_;
+  const bool keep = config_.recorders && config_.record_every != 0 && step % config_.record_every == 0;
+  recorder_.begin_step(step, keep, config_.histograms);
+  m.lost_master = {};
+  m.lost_without_master = {};
+  ctx.reset_step();
+  nlohmann::json log = {{"step", step}};
+
+  // Unscale, check, step the scaler, update: shared by the classifier and both GAN players.
+  auto update = [&](std::vector<nn::Parameter*> params, const char* label) -> UpdateResult {
+    UpdateResult r;
+    const double scale = m.scaler->scale();
+    if (config_.inject && config_.inject->step == step) {
+      for (nn::Parameter* p : params) {
+        if (p->name != config_.inject->parameter) continue;
+        p->grad[0] = std::numeric_limits<float>::infinity();
+        ctx.set_pass(nn::Pass::backward);
+        ctx.note_nonfinite(p->name, "grad (injected)", 1);
+      }
+    }
+    for (nn::Parameter* p : params) r.found_inf = unscale_gradient(config_.scaler, scale, p->grad) != 0 || r.found_inf;
+    r.scaler = m.scaler->step(r.found_inf);
+    if (r.scaler.skipped || r.scaler.aborted) return r;
+    ctx.set_pass(nn::Pass::optimizer);
+    for (nn::Parameter* p : params) {
+      const bool norm = p->kind == nn::ParameterKind::norm;
+      emu::OptimizerPolicy policy;
+      policy.weights = norm ? recipe_.precision.norm_parameters : recipe_.precision.master;
+      policy.state = recipe_.optimizer_state;
+      policy.grad = nn::Precision::fp32();  // the unscaled fp32 gradient
+      const std::vector<float> before = p->master;
+      std::vector<float> u(p->size());
+      p->steps += 1;
+      if (config_.optimizer == OptimizerKind::sgd) {
+        if (p->state_m.size() != p->size() && config_.sgd.momentum != 0) p->state_m.assign(p->size(), 0.0f);
+        m.backend->sgd_step(config_.sgd, p->steps, p->master, p->state_m, p->grad, policy, ctx.counters(), u);
+      } else {
+        if (p->state_m.size() != p->size()) p->state_m.assign(p->size(), 0.0f);
+        if (p->state_v.size() != p->size()) p->state_v.assign(p->size(), 0.0f);
+        m.backend->adam_step(config_.adam, p->steps, p->master, p->state_m, p->state_v, p->grad, policy,
+                             ctx.counters(), u);
+      }
+      if (config_.recorders) {
+        // Lost updates: in the format the optimizer writes, and as if the
+        // weights had no master copy (stored in the working weight format).
+        const formats::Format& working = norm ? recipe_.precision.norm_parameters : recipe_.precision.weights;
+        const record::LostUpdateCounts with = record::lost_update_counts(before, u, policy.weights);
+        const record::LostUpdateCounts without = record::lost_update_counts(before, u, working);
+        for (auto [total, part] : {std::pair{&m.lost_master, &with}, std::pair{&m.lost_without_master, &without}}) {
+          total->elements += part->elements;
+          total->updates += part->updates;
+          total->lost += part->lost;
+          total->ratio_above += part->ratio_above;
+        }
+        recorder_.record(p->name, "update", nn::Role::update, nn::Pass::optimizer, u, policy.weights);
+      }
+      if (config_.extra_observer) {
+        config_.extra_observer->on_store(p->name, "update", nn::Role::update, nn::Pass::optimizer, u, u, policy.weights);
+      }
+    }
+    (void)label;
+    return r;
+  };
+
+  if (!m.gan) {
+    const data::Batch batch = m.batches->next();
+    const data::Dataset& d = m.data.train;
+    nn::Tensor x(static_cast<int>(batch.size()), d.channels, d.height, d.width);
+    std::copy(batch.images.begin(), batch.images.end(), x.values.begin());
+    const double scale = m.scaler->scale();
+    ctx.set_loss_scale(scale);
+
+    m.model->cast_weights(recipe_.precision);
+    for (nn::Parameter* p : m.model->parameters()) {
+      const formats::Format& f =
+          p->kind == nn::ParameterKind::norm ? recipe_.precision.norm_parameters : recipe_.precision.weights;
+      if (config_.recorders) recorder_.record(p->name, "value", nn::Role::weight, nn::Pass::forward, p->master, f);
+      if (config_.extra_observer)
+        config_.extra_observer->on_store(p->name, "value", nn::Role::weight, nn::Pass::forward, p->master, p->value, f);
+    }
+    ctx.set_pass(nn::Pass::forward);
+    nn::Tensor logits = m.model->forward(ctx, x);
+    const emu::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
+    const float loss =
+        m.backend->softmax_cross_entropy(shape, logits.span(), batch.labels, nn::loss_policy(recipe_.precision),
+                                         ctx.counters());
+    if (!std::isfinite(loss)) ctx.note_nonfinite("loss", "loss", 1);
+    std::size_t correct = 0;
+    for (int i = 0; i < logits.n; ++i)
+      correct += static_cast<std::int32_t>(argmax_row(std::span<const float>(logits.values).subspan(
+                     static_cast<std::size_t>(i) * logits.c, static_cast<std::size_t>(logits.c)))) == batch.labels[i];
+
+    ctx.set_pass(nn::Pass::backward);
+    nn::Tensor dlogits(logits.n, logits.c);
+    m.backend->softmax_cross_entropy_backward(shape, logits.span(), batch.labels, dlogits.span(),
+                                              nn::loss_policy(recipe_.precision), ctx.counters());
+    const float s32 = static_cast<float>(scale);
+    for (float& v : dlogits.values) v = v * s32;
+    ctx.store("loss", "dlogits", nn::Role::activation_grad, dlogits.span());
+    m.model->backward(ctx, dlogits, false);
+
+    // The FP32 reference at the same weights, on the same batch, unscaled.
+    nlohmann::json reference;
+    if (m.reference) {
+      nn::Context rctx(m.ref_backend, m.ref_precision);
+      const std::vector<nn::Parameter*> run = m.model->parameters(), ref = m.reference->parameters();
+      for (std::size_t i = 0; i < run.size(); ++i) ref[i]->master = run[i]->master;
+      m.reference->cast_weights(m.ref_precision);
+      rctx.set_pass(nn::Pass::forward);
+      nn::Tensor rlogits = m.reference->forward(rctx, x);
+      const float rloss = m.ref_backend.softmax_cross_entropy(shape, rlogits.span(), batch.labels,
+                                                              nn::loss_policy(m.ref_precision), nullptr);
+      rctx.set_pass(nn::Pass::backward);
+      nn::Tensor rd(rlogits.n, rlogits.c);
+      m.ref_backend.softmax_cross_entropy_backward(shape, rlogits.span(), batch.labels, rd.span(),
+                                                   nn::loss_policy(m.ref_precision), nullptr);
+      m.reference->backward(rctx, rd, false);
+      reference = {{"loss", rloss}, {"loss_difference", number_or_null(static_cast<double>(loss) - rloss)}};
+      reference["layers"] = nlohmann::json::array();
+    }
+
+    const UpdateResult r = update(m.model->parameters(), "model");
+    // (the reference comparison reads the unscaled gradients, so it follows the update's unscale)
+    if (m.reference) {
+      std::vector<nn::Parameter*> run = m.model->parameters(), ref = m.reference->parameters();
+      for (std::size_t i = 0; i < run.size(); ++i)
+        reference["layers"].push_back({{"parameter", run[i]->name},
+                                       {"cosine", number_or_null(cosine(ref[i]->grad, run[i]->grad))},
+                                       {"relative_error", number_or_null(relative_error(ref[i]->grad, run[i]->grad))}});
+    }
+    log["loss"] = number_or_null(loss);
+    log["accuracy"] = static_cast<double>(correct) / static_cast<double>(batch.size());
+    log["scale"] = r.scaler.scale_used;
+    log["skipped"] = r.scaler.skipped;
+    log["found_inf"] = r.found_inf;
+    log["aborted"] = r.scaler.aborted;
+    if (m.reference) log["reference"] = reference;
+    skipped_ += r.scaler.skipped;
+    aborted_ = r.scaler.aborted;
+    last_loss_ = loss;
+  } else {
+    throw std::logic_error("dcgan step: not wired yet");
+  }
+
+  const RateCounts& g = recorder_.gradients();
+  const RateCounts& a = recorder_.activations();
+  auto rate = [](std::uint64_t n, std::uint64_t d) { return d ? static_cast<double>(n) / static_cast<double>(d) : 0.0; };
+  log["underflow_rate"] = g.underflow_rate();
+  log["subnormal_rate"] = g.subnormal_rate();
+  log["overflow_rate"] = g.overflow_rate();
+  log["activation_underflow_rate"] = a.underflow_rate();
+  log["activation_overflow_rate"] = a.overflow_rate();
+  log["lost_update_rate"] = rate(m.lost_master.lost, m.lost_master.updates);
+  log["lost_update_rate_without_master"] = rate(m.lost_without_master.lost, m.lost_without_master.updates);
+  log["swamp_ratio_rate"] = rate(m.lost_without_master.ratio_above, m.lost_without_master.updates);
+  if (const auto& origin = ctx.first_nonfinite())
+    log["nonfinite"] = {{"layer", origin->layer},
+                        {"tensor", origin->tensor},
+                        {"pass", nn::to_string(origin->pass)},
+                        {"count", origin->count}};
+  else
+    log["nonfinite"] = nullptr;
+  ++step_;
+  return log;
+}
+
+nlohmann::json Trainer::summary() const {
+  nlohmann::json config = {{"model", config_.model},
+                           {"data", config_.data},
+                           {"train_size", config_.train_size},
+                           {"recipe", config_.recipe},
+                           {"scaler", config_.scaler},
+                           {"scaler_options", config_.scaler_options},
+                           {"backend", nn::to_string(config_.backend)},
+                           {"steps", config_.steps},
+                           {"batch_size", config_.batch_size},
+                           {"seed", config_.seed},
+                           {"optimizer", config_.optimizer == OptimizerKind::sgd ? "sgd" : "adam"},
+                           {"study_format", config_.study_format},
+                           {"recorders", config_.recorders},
+                           {"record_every", config_.record_every}};
+  if (config_.optimizer == OptimizerKind::sgd)
+    config["sgd"] = {{"lr", config_.sgd.lr}, {"momentum", config_.sgd.momentum},
+                     {"weight_decay", config_.sgd.weight_decay}, {"nesterov", config_.sgd.nesterov}};
+  else
+    config["adam"] = {{"lr", config_.adam.lr}, {"beta1", config_.adam.beta1}, {"beta2", config_.adam.beta2},
+                      {"eps", config_.adam.eps}, {"weight_decay", config_.adam.weight_decay},
+                      {"adamw", config_.adam.adamw}};
+  nlohmann::json counters = nlohmann::json::object();
+  for (const auto& [site, c] : impl_->counters.sites())
+    counters[site] = {{"elements", c.elements},   {"inexact", c.inexact},     {"underflow_to_zero", c.underflow_to_zero},
+                      {"subnormal", c.subnormal}, {"overflow", c.overflow},   {"nan_created", c.nan_created},
+                      {"swamped", c.swamped},     {"addends_nonzero", c.addends_nonzero}};
+  return {{"config", config},
+          {"steps", step_},
+          {"skipped_steps", skipped_},
+          {"aborted", aborted_},
+          {"final_loss", number_or_null(last_loss_)},
+          {"final_scale", impl_->scaler->scale()},
+          {"thresholds", recorder_.thresholds()},
+          {"counters", counters}};
+}
+
+void run_training(const TrainConfig& config, const std::filesystem::path& out,
+                  const std::function<void(const nlohmann::json& step)>& progress) {
+  Trainer trainer(config);  // validates everything before a file is written
+  record::RunLog steps(out, 1, "steps.jsonl");
+  record::RunLog tensors(out, 10, "tensors.jsonl");
+  record::RunLog histograms(out, 10, "histograms.jsonl");
+  for (std::size_t i = 0; i < config.steps && !trainer.aborted(); ++i) {
+    const nlohmann::json line = trainer.step();
+    for (const nlohmann::json& t : trainer.take_tensor_lines()) tensors.append(t);
+    for (const nlohmann::json& h : trainer.take_histogram_lines()) histograms.append(h);
+    steps.append(line);
+    if (progress) progress(line);
+  }
+  tensors.flush();
+  histograms.flush();
+  steps.flush();
+  steps.write_summary(trainer.summary());
+}
+
+}  // namespace mpverify::training

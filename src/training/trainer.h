@@ -1,0 +1,130 @@
+// Training a model side by side (issue 4): the same model from the same
+// initial weights on the same batches, on any backend, under any recipe and
+// loss-scale strategy, with the recorders on.
+//
+// One classifier step (mlp, cnn), in PyTorch's AMP order:
+//  1. the master weights are cast to the working weights (Precision::weights);
+//  2. forward; the loss (fp32) from the logits;
+//  3. backward from the loss gradient multiplied by the loss scale s in fp32
+//     (d = fl32(dloss * fl32(s)): the gradient of the scaled loss, computed in
+//     fp32 BEFORE it is stored in the low format, so that the scale does what
+//     it is for);
+//  4. every weight gradient is unscaled (training/unscale.h) and checked for
+//     non-finite values (found_inf);
+//  5. the scaler steps on found_inf; a skipped step leaves weights and
+//     optimizer state untouched (the step counter of Adam included);
+//  6. otherwise the optimizer updates the master weights; the recorders
+//     measure the updates (lost updates with and without master weights).
+// The first non-finite value of the step is reported with its layer, tensor
+// and pass: a forward overflow (which no loss scale can fix) shows as
+// pass "forward".
+//
+// One dcgan step: a discriminator step on the real batch and a generated one
+// concatenated (targets 1 and 0; BCE with logits over both), then a
+// generator step through the discriminator (target 1). Each step is scaled,
+// unscaled and checked separately; one scaler serves both (stepped twice per
+// iteration, as a single torch GradScaler with scaler.update() after each
+// optimizer is).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/batches.h"
+#include "data/dataset.h"
+#include "nn/backend.h"
+#include "nn/sequential.h"
+#include "refs/optimizer_ref.h"
+#include "training/loss_scaler.h"
+#include "training/recipe.h"
+#include "training/step_recorder.h"
+
+namespace mpverify::training {
+
+enum class OptimizerKind { sgd, adam };
+
+// An injected fault: at step `step`, element 0 of parameter `parameter`'s
+// gradient is set to +inf after the backward (a crafted bad gradient).
+struct FaultInjection {
+  std::size_t step = 0;
+  std::string parameter;  // e.g. "fc1.w"
+};
+
+struct TrainConfig {
+  std::string model = "mlp";     // mlp, cnn, dcgan
+  std::string data = "synthetic";
+  std::size_t train_size = 8000;  // examples of the synthetic set
+  std::string recipe = "fp32";
+  std::string scaler = "none";   // a found_inf-driven strategy (training/loss_scaler.h)
+  ScalerOptions scaler_options;
+  nn::BackendKind backend = nn::BackendKind::ref;
+  std::size_t steps = 200;
+  std::size_t batch_size = 64;
+  std::uint64_t seed = 0;
+  OptimizerKind optimizer = OptimizerKind::sgd;
+  refs::SgdParams sgd{0.05, 0.9};
+  refs::AdamParams adam{};
+  bool recorders = true;         // false: no StoreObserver at all (the speed baseline)
+  std::size_t record_every = 1;  // per-tensor records every N steps (0: none)
+  bool histograms = true;
+  std::string study_format = "fp16";
+  bool against_reference = false;  // an FP32 ref model evaluated at the run's weights, every step
+  std::optional<FaultInjection> inject;
+  // Also shown every stored tensor, weight and update (tests recount the
+  // recorders' figures from it; a dump tool can save them). Not owned.
+  nn::StoreObserver* extra_observer = nullptr;
+};
+
+class Trainer {
+ public:
+  // Builds data, model, recipe, scaler and backend; throws
+  // std::invalid_argument naming the bad setting.
+  explicit Trainer(TrainConfig config);
+  ~Trainer();
+  // The context holds the recipe's precision by reference: a Trainer stays put.
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Runs the next step and returns its step-log object (steps.jsonl).
+  nlohmann::json step();
+  std::size_t steps_done() const { return step_; }
+  bool aborted() const { return aborted_; }
+  std::size_t skipped_steps() const { return skipped_; }
+
+  // The step's per-tensor records and histograms (empty unless recorded).
+  std::vector<nlohmann::json> take_tensor_lines() { return recorder_.take_tensor_lines(); }
+  std::vector<nlohmann::json> take_histogram_lines() { return recorder_.take_histogram_lines(); }
+
+  // summary.json: the configuration, totals, thresholds, counters.
+  nlohmann::json summary() const;
+
+  // The trained model(s), for tests.
+  std::vector<nn::Parameter*> parameters();
+  const TrainConfig& config() const { return config_; }
+  const Recipe& recipe() const { return recipe_; }
+
+ private:
+  struct Impl;
+  TrainConfig config_;
+  Recipe recipe_;
+  std::unique_ptr<Impl> impl_;
+  StepRecorder recorder_;
+  std::size_t step_ = 0, skipped_ = 0;
+  bool aborted_ = false;
+  double last_loss_ = 0;
+};
+
+// Trains config.steps steps into `out` (steps.jsonl, tensors.jsonl,
+// histograms.jsonl, summary.json; see record/run_log.h for the atomic
+// writes). `progress` (may be empty) is called after every step.
+void run_training(const TrainConfig& config, const std::filesystem::path& out,
+                  const std::function<void(const nlohmann::json& step)>& progress = {});
+
+}  // namespace mpverify::training

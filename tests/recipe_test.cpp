@@ -1,0 +1,137 @@
+// Precision recipes: each name gives the table row of training/recipe.h, keys
+// override it, and every malformed text is refused with a message that names
+// what is wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "training/recipe.h"
+#include "training/unscale.h"
+
+namespace {
+
+using mpverify::formats::parse_format;
+using mpverify::training::OperandScaling;
+using mpverify::training::parse_recipe;
+
+const auto fp32 = parse_format("fp32");
+const auto fp16 = parse_format("fp16");
+const auto bf16 = parse_format("bf16");
+
+TEST(Recipe, Fp32IsTheReference) {
+  const auto r = parse_recipe("fp32");
+  EXPECT_TRUE(r.precision.is_fp32());
+  EXPECT_EQ(r.optimizer_state, fp32);
+  EXPECT_EQ(r.operand_scaling, OperandScaling::none);
+}
+
+TEST(Recipe, O1KeepsFp32WeightsAndCastsMatrixOperands) {
+  const auto p = parse_recipe("o1").precision;
+  EXPECT_EQ(p.matmul_forward, fp16);
+  EXPECT_EQ(p.matmul_backward, fp16);
+  EXPECT_EQ(p.activations, fp16);
+  EXPECT_EQ(p.activation_grads, fp16);
+  EXPECT_EQ(p.weight_grads, fp16);
+  EXPECT_EQ(p.weights, fp32);
+  EXPECT_EQ(p.master, fp32);
+  EXPECT_EQ(p.loss_input, fp32);
+  EXPECT_EQ(p.norm_parameters, fp32);
+  EXPECT_EQ(p.norm_statistics, fp32);
+  EXPECT_FALSE(p.is_fp32());
+}
+
+TEST(Recipe, O2HasFp16WeightsAndFp32Masters) {
+  const auto r = parse_recipe("o2");
+  EXPECT_EQ(r.precision.weights, fp16);
+  EXPECT_EQ(r.precision.master, fp32);
+  EXPECT_EQ(r.precision.loss_input, fp16);
+  EXPECT_EQ(r.precision.norm_parameters, fp32);
+  EXPECT_EQ(r.optimizer_state, fp32);
+}
+
+TEST(Recipe, PureHasNoMasterCopy) {
+  const auto r = parse_recipe("fp16-pure");
+  EXPECT_EQ(r.precision.weights, fp16);
+  EXPECT_EQ(r.precision.master, fp16);
+  EXPECT_EQ(r.precision.norm_parameters, fp16);
+  EXPECT_EQ(r.optimizer_state, fp16);
+  EXPECT_EQ(r.precision.norm_statistics, fp32);  // kernels keep statistics in fp32
+  EXPECT_EQ(r.precision.loss_accumulate, fp32);
+}
+
+TEST(Recipe, Bf16VariantsSwapTheLowFormat) {
+  EXPECT_EQ(parse_recipe("bf16-o1").precision.matmul_forward, bf16);
+  EXPECT_EQ(parse_recipe("bf16-o1").precision.weights, fp32);
+  EXPECT_EQ(parse_recipe("bf16-o2").precision.weights, bf16);
+  EXPECT_EQ(parse_recipe("bf16-pure").precision.master, bf16);
+}
+
+TEST(Recipe, Fp8UsesE4m3ForwardE5m2BackwardWithScaling) {
+  const auto r = parse_recipe("fp8");
+  EXPECT_EQ(r.precision.matmul_forward, parse_format("e4m3"));
+  EXPECT_EQ(r.precision.matmul_backward, parse_format("e5m2"));
+  EXPECT_EQ(r.precision.activations, bf16);
+  EXPECT_EQ(r.operand_scaling, OperandScaling::current);
+  EXPECT_EQ(parse_recipe("fp8:fp8_scaling=delayed").operand_scaling, OperandScaling::delayed);
+}
+
+TEST(Recipe, LowReplacesEveryLowRoleWithACustomFormat) {
+  const auto r = parse_recipe("o2:low=e5m7");
+  const auto e5m7 = parse_format("e5m7");
+  EXPECT_EQ(r.precision.matmul_forward, e5m7);
+  EXPECT_EQ(r.precision.activations, e5m7);
+  EXPECT_EQ(r.precision.weights, e5m7);
+  EXPECT_EQ(r.precision.master, fp32);  // not a low role of o2
+  EXPECT_EQ(r.name, "o2:low=e5m7");
+}
+
+TEST(Recipe, KeysSetSingleRolesAndAccumulation) {
+  const auto r = parse_recipe("o2:accumulation=fp16,master=bf16,matmul_backward=e5m2");
+  EXPECT_EQ(r.precision.accumulation, mpverify::emu::Accumulation::fp16);
+  EXPECT_EQ(r.precision.master, bf16);
+  EXPECT_EQ(r.precision.matmul_backward, parse_format("e5m2"));
+  EXPECT_EQ(r.precision.matmul_forward, fp16);
+}
+
+void expect_error(const std::string& text, const std::string& fragment) {
+  try {
+    parse_recipe(text);
+    ADD_FAILURE() << text << " was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Recipe, BadTextIsRefusedWithTheReason) {
+  expect_error("o3", "the recipes are fp32, o1, o2");
+  expect_error("o2:", "nothing after ':'");
+  expect_error("o2:low", "is not KEY=VALUE");
+  expect_error("o2:colour=red", "unknown key 'colour'");
+  expect_error("o2:low=fp17", "key low");
+  expect_error("fp32:low=bf16", "low= applies to the mixed recipes");
+  expect_error("o2:accumulation=fp64", "accumulation must be");
+}
+
+// Unscaling: a multiplication by the fp32 inverse, a division for keras;
+// equal for powers of two, and non-finite results are counted.
+TEST(Unscale, MultipliesByTheFp32InverseOrDividesForKeras) {
+  std::vector<float> g = {3.0f, -1.5f, 0.0f};
+  EXPECT_EQ(mpverify::training::unscale_gradient("torch", 1024.0, g), 0u);
+  EXPECT_EQ(g[0], 3.0f / 1024.0f);
+  EXPECT_EQ(g[1], -1.5f / 1024.0f);
+  // A scale whose inverse is not a float: fl32(5 * fl32(1/3)) = 1.66666675 but
+  // fl32(5 / 3) = 1.66666663 (one ulp apart), so the two rules are told apart.
+  std::vector<float> a = {5.0f}, b = {5.0f};
+  mpverify::training::unscale_gradient("torch", 3.0, a);
+  mpverify::training::unscale_gradient("keras", 3.0, b);
+  EXPECT_EQ(a[0], 5.0f * static_cast<float>(1.0 / 3.0));
+  EXPECT_EQ(b[0], 5.0f / 3.0f);
+  EXPECT_NE(a[0], b[0]);
+  std::vector<float> bad = {1.0f, std::numeric_limits<float>::infinity(), std::nanf("")};
+  EXPECT_EQ(mpverify::training::unscale_gradient("torch", 2.0, bad), 2u);
+}
+
+}  // namespace

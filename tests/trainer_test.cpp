@@ -1,0 +1,366 @@
+// The trainer (issue 4, "Verification"): an o2 run on the emulator against
+// the FP32 reference, the recorders against a brute-force recount, a crafted
+// underflow that a loss scale recovers, and crafted non-finite faults.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/emu_backend.h"
+#include "nn/linear.h"
+#include "training/step_recorder.h"
+#include "training/trainer.h"
+#include "training/unscale.h"
+
+namespace {
+
+using mpverify::nn::Pass;
+using mpverify::nn::Role;
+using mpverify::training::Trainer;
+using mpverify::training::TrainConfig;
+
+TrainConfig small_mlp(std::string recipe, std::string scaler, mpverify::nn::BackendKind backend) {
+  TrainConfig c;
+  c.model = "mlp";
+  c.train_size = 2048;
+  c.batch_size = 32;
+  c.recipe = std::move(recipe);
+  c.scaler = std::move(scaler);
+  c.backend = backend;
+  c.seed = 7;
+  c.histograms = false;
+  return c;
+}
+
+// The fp16 value of x (round to nearest even), by the compiler's own
+// conversion: an oracle independent of the emulator.
+float fp16(double x) { return static_cast<float>(static_cast<_Float16>(x)); }
+bool fp16_subnormal(float v) { return v != 0 && std::fabs(v) < 0x1p-14f; }
+
+// --- determinism ---------------------------------------------------------------------
+
+TEST(Trainer, SameSeedGivesBitwiseTheSameStepLog) {
+  for (auto backend : {mpverify::nn::BackendKind::ref, mpverify::nn::BackendKind::emu}) {
+    TrainConfig c = small_mlp(backend == mpverify::nn::BackendKind::ref ? "fp32" : "o2", "torch", backend);
+    Trainer a(c), b(c);
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(a.step().dump(), b.step().dump()) << "step " << i;
+    c.seed = 8;
+    Trainer other(c), again(small_mlp(c.recipe, "torch", backend));
+    EXPECT_NE(other.step().dump(), again.step().dump());
+  }
+}
+
+// --- o2 on the emulator against the FP32 reference -------------------------------------
+
+// At every step the FP32 reference is evaluated at the o2 run's own master
+// weights on the same batch (--against ref), so the loss difference is the
+// forward error of one o2 evaluation, bounded by first-order error analysis.
+// The MLP z = W2 relu(W1 x + b1) + b2 under o2 rounds, on every path from an
+// input to a logit: x, W1, b1 (to fp16), h (stored fp16), W2, b2, z (stored
+// fp16): at most m = 7 roundings of relative size u = 2^-11, plus the fp32
+// accumulations (gamma_k with u32 = 2^-24, k <= 784: < 5e-5, negligible next
+// to u but counted by rounding m up to 8). relu is 1-Lipschitz and exact on
+// fp16 values. So |dz| <= gamma_8 (|W2| (|W1| |x| + |b1|) + |b2|)
+// componentwise, gamma_8 = 8u / (1 - 8u). The mean cross-entropy has
+// gradient (p - y)/N per row with ||p - y||_1 <= 2, and Hessian diag(p) - pp^T
+// whose quadratic form is at most max_j dz_j^2, so
+// |dL| <= mean over rows of (2 max_j |dz_j| + max_j dz_j^2).
+// The test recomputes that bound from the run's weights and the batch.
+TEST(Trainer, O2LossStaysWithinTheForwardErrorBoundOfTheFp32Reference) {
+  TrainConfig c = small_mlp("o2", "torch", mpverify::nn::BackendKind::emu);
+  c.against_reference = true;
+  c.recorders = false;
+  Trainer t(c);
+  // The same batches, drawn again (a pure function of the seed).
+  mpverify::data::SyntheticOptions so;
+  so.seed = c.seed;
+  so.train_size = c.train_size;
+  so.test_size = 0;
+  const auto split = mpverify::data::synthetic_digits(so);
+  mpverify::data::BatchIterator batches(split.train, {c.batch_size, c.seed});
+  const double u = 0x1p-11, gamma8 = 8 * u / (1 - 8 * u);
+  double worst_used = 0;
+  for (int step = 0; step < 300; ++step) {
+    const auto params = t.parameters();  // fc1.w fc1.b fc2.w fc2.b, master weights before the step
+    ASSERT_EQ(params.size(), 4u);
+    const auto& w1 = params[0]->master;
+    const auto& b1 = params[1]->master;
+    const auto& w2 = params[2]->master;
+    const auto& b2 = params[3]->master;
+    const auto batch = batches.next();
+    const std::size_t in = w1.size() / b1.size(), hidden = b1.size(), classes = b2.size();
+    double bound = 0;
+    for (std::size_t r = 0; r < batch.size(); ++r) {
+      std::vector<double> h(hidden);
+      for (std::size_t j = 0; j < hidden; ++j) {
+        double s = std::fabs(b1[j]);
+        for (std::size_t i = 0; i < in; ++i) s += std::fabs(w1[j * in + i]) * std::fabs(batch.images[r * in + i]);
+        h[j] = s;
+      }
+      double dz_max = 0;
+      for (std::size_t k = 0; k < classes; ++k) {
+        double s = std::fabs(b2[k]);
+        for (std::size_t j = 0; j < hidden; ++j) s += std::fabs(w2[k * hidden + j]) * h[j];
+        dz_max = std::max(dz_max, gamma8 * s);
+      }
+      bound += (2 * dz_max + dz_max * dz_max) / static_cast<double>(batch.size());
+    }
+    const auto log = t.step();
+    if (log["skipped"].get<bool>()) continue;  // the scaler's overflow probes at 2^16 (no loss to compare)
+    const double diff = std::fabs(log["reference"]["loss_difference"].get<double>());
+    EXPECT_LE(diff, bound) << "step " << step;
+    worst_used = std::max(worst_used, diff / bound);
+  }
+  // The bound is not vacuous: o2 really differs from fp32 somewhere.
+  EXPECT_GT(worst_used, 0.0);
+}
+
+// Two independent runs from the same weights and batches (fp32 on ref, o2 +
+// torch scaler on emu) drift apart, so their late losses are compared as
+// noisy samples: over the last 100 steps each run's loss fluctuates with the
+// batch; the difference of the two means must lie within 4 standard errors
+// (sqrt(var_a/n + var_b/n)), i.e. o2 trains as well as fp32 to within the
+// batch noise. Both runs must also have learned (mean late loss below half the
+// first loss, ln 10 = 2.30 for a uniform guess).
+TEST(Trainer, O2TrainsLikeFp32WithinBatchNoise) {
+  Trainer fp32(small_mlp("fp32", "none", mpverify::nn::BackendKind::ref));
+  Trainer o2(small_mlp("o2", "torch", mpverify::nn::BackendKind::emu));
+  std::vector<double> a, b;
+  double first = 0;
+  for (int step = 0; step < 300; ++step) {
+    const auto la = fp32.step(), lb = o2.step();
+    if (step == 0) first = la["loss"].get<double>();
+    if (step >= 200) {
+      a.push_back(la["loss"].get<double>());
+      if (!lb["skipped"].get<bool>()) b.push_back(lb["loss"].get<double>());
+    }
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  auto var = [&](const std::vector<double>& v) {
+    const double m = mean(v);
+    double s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return s / static_cast<double>(v.size() - 1);
+  };
+  ASSERT_GT(b.size(), 90u);
+  const double se = std::sqrt(var(a) / static_cast<double>(a.size()) + var(b) / static_cast<double>(b.size()));
+  EXPECT_LE(std::fabs(mean(a) - mean(b)), 4 * se) << "fp32 " << mean(a) << " o2 " << mean(b);
+  EXPECT_LT(mean(a), first / 2);
+  EXPECT_LT(mean(b), first / 2);
+}
+
+// --- the recorders against a brute-force recount ---------------------------------------
+
+struct Saved {
+  std::string layer, tensor;
+  Role role;
+  std::vector<float> exact, stored;
+  std::string format;
+};
+
+class SavingObserver final : public mpverify::nn::StoreObserver {
+ public:
+  std::vector<Saved> saved;
+  void on_store(std::string_view layer, std::string_view tensor, Role role, Pass, std::span<const float> exact,
+                std::span<const float> stored, const mpverify::formats::Format& format) override {
+    saved.push_back({std::string(layer), std::string(tensor), role, {exact.begin(), exact.end()},
+                     {stored.begin(), stored.end()}, format.name});
+  }
+};
+
+TEST(Trainer, RecordersEqualABruteForceRecountOnTheSavedTensors) {
+  TrainConfig c = small_mlp("o2", "torch", mpverify::nn::BackendKind::emu);
+  // A small static scale, so that some gradients really underflow in fp16.
+  c.scaler = "static";
+  c.scaler_options = {{"scale", "1"}};
+  SavingObserver saver;
+  c.extra_observer = &saver;
+  Trainer t(c);
+  for (int step = 0; step < 3; ++step) {
+    saver.saved.clear();
+    const auto log = t.step();
+    const auto lines = t.take_tensor_lines();
+    std::uint64_t nonzero = 0, to_zero = 0, subnormal = 0;
+    std::map<std::string, const Saved*> by_name;
+    for (const Saved& s : saver.saved) {
+      by_name[s.layer + "/" + s.tensor] = &s;
+      if (s.role != Role::activation_grad && s.role != Role::weight_grad) continue;
+      ASSERT_EQ(s.format, "fp16");
+      for (float x : s.exact) {
+        if (x == 0 || !std::isfinite(x)) continue;
+        ++nonzero;
+        to_zero += fp16(x) == 0;
+        subnormal += fp16_subnormal(fp16(x));
+      }
+    }
+    ASSERT_GT(nonzero, 0u);
+    EXPECT_GT(to_zero, 0u) << "the crafted scale 1 should make some gradients underflow";
+    EXPECT_DOUBLE_EQ(log["underflow_rate"].get<double>(), static_cast<double>(to_zero) / static_cast<double>(nonzero));
+    EXPECT_DOUBLE_EQ(log["subnormal_rate"].get<double>(), static_cast<double>(subnormal) / static_cast<double>(nonzero));
+    // Per tensor: each line's rates from its own saved values.
+    ASSERT_FALSE(lines.empty());
+    for (const auto& line : lines) {
+      const std::string key = line["layer"].get<std::string>() + "/" + line["tensor"].get<std::string>();
+      if (line["role"] == "update" || line["role"] == "weight") continue;  // fp32 roles, measured against fp16
+      ASSERT_TRUE(by_name.count(key)) << key;
+      const Saved& s = *by_name[key];
+      std::uint64_t n = 0, z = 0;
+      for (float x : s.exact)
+        if (x != 0 && std::isfinite(x)) {
+          ++n;
+          z += fp16(x) == 0;
+        }
+      EXPECT_EQ(line["nonzero_finite"].get<std::uint64_t>(), n) << key;
+      EXPECT_DOUBLE_EQ(line["underflow_to_zero_rate"].get<double>(), n ? static_cast<double>(z) / n : 0.0) << key;
+    }
+    // Lost updates: the fp32 master loses u when w + u == w in float
+    // arithmetic (correctly rounded); without a master copy, when the fp16
+    // sum rounds back to the fp16 weight (double rounding through double is
+    // innocuous for fp16: 53 >= 2 * 11 + 2).
+    std::uint64_t updates = 0, lost = 0, lost16 = 0;
+    for (const Saved& s : saver.saved) {
+      if (s.role != Role::update) continue;
+      const Saved& w = *by_name.at(s.layer + "/value");
+      for (std::size_t i = 0; i < s.exact.size(); ++i) {
+        const float wi = w.exact[i], ui = s.exact[i];
+        if (ui == 0 || !std::isfinite(ui) || !std::isfinite(wi)) continue;
+        ++updates;
+        lost += wi + ui == wi;
+        const float w16 = fp16(wi);
+        lost16 += fp16(static_cast<double>(w16) + ui) == w16;
+      }
+    }
+    ASSERT_GT(updates, 0u);
+    EXPECT_DOUBLE_EQ(log["lost_update_rate"].get<double>(), static_cast<double>(lost) / static_cast<double>(updates));
+    EXPECT_DOUBLE_EQ(log["lost_update_rate_without_master"].get<double>(),
+                     static_cast<double>(lost16) / static_cast<double>(updates));
+    EXPECT_GT(lost16, lost) << "fp16 weights lose more updates than fp32 masters";
+  }
+}
+
+// --- a crafted underflow that a static scale recovers ----------------------------------
+
+// A Linear layer (1 input, 4 outputs) whose upstream gradients are 2^-30 and
+// 3 * 2^-31, below fp16's smallest subnormal 2^-24. Unscaled, the weight
+// gradient dW = dy^T x (x = 1) underflows to zero in fp16 and the recorder
+// says so; with a static scale 2^16 the scaled gradients 2^-14 and 3 * 2^-15
+// are fp16 values (normal and subnormal), so after the unscale by 2^-16 the
+// fp32 gradient is EXACTLY dy again: the arithmetic loses nothing.
+TEST(Trainer, AStaticScaleRecoversGradientsBelowTheFp16Subnormals) {
+  mpverify::nn::EmuBackend backend;
+  mpverify::nn::Precision p;
+  const auto f16 = mpverify::formats::parse_format("fp16");
+  p.matmul_forward = p.matmul_backward = p.activations = p.activation_grads = p.weights = p.weight_grads = f16;
+  const std::vector<float> dy_values = {0x1p-30f, 3 * 0x1p-31f, -0x1p-30f, 0x1p-26f};
+  for (const double scale : {1.0, 65536.0}) {
+    mpverify::nn::Context ctx(backend, p);
+    mpverify::training::StepRecorder recorder(f16);
+    recorder.begin_step(0, true, false);
+    ctx.set_observer(&recorder);
+    ctx.set_loss_scale(scale);
+    mpverify::nn::Linear layer("fc", 1, 4, 1, 1);
+    for (auto* param : layer.parameters()) mpverify::nn::cast_weights(*param, p);
+    mpverify::nn::Tensor x(1, 1);
+    x.values = {1.0f};
+    layer.forward(ctx, x);
+    ctx.set_pass(Pass::backward);
+    mpverify::nn::Tensor dy(1, 4);
+    for (std::size_t i = 0; i < 4; ++i) dy.values[i] = dy_values[i] * static_cast<float>(scale);
+    layer.backward(ctx, dy, false);
+    auto grad = layer.parameters()[0]->grad;
+    mpverify::training::unscale_gradient("static", scale, grad);
+    const auto lines = recorder.take_tensor_lines();
+    double dw_underflow = -1;
+    for (const auto& line : lines)
+      if (line["tensor"] == "dw") dw_underflow = line["underflow_to_zero_rate"].get<double>();
+    if (scale == 1.0) {
+      // 2^-30, 3*2^-31, -2^-30 are below half of 2^-24 and become 0; 2^-26 too (< 2^-25).
+      EXPECT_DOUBLE_EQ(dw_underflow, 1.0);
+      for (float g : grad) EXPECT_EQ(g, 0.0f);
+    } else {
+      EXPECT_DOUBLE_EQ(dw_underflow, 0.0);
+      for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(grad[i], dy_values[i]) << i;
+    }
+  }
+}
+
+// --- crafted non-finite values ----------------------------------------------------------
+
+TEST(Trainer, AnInjectedInfIsCaughtSkippedAndTraced) {
+  TrainConfig c = small_mlp("o2", "torch", mpverify::nn::BackendKind::emu);
+  c.inject = mpverify::training::FaultInjection{3, "fc2.w"};
+  c.scaler_options = {{"init", "1024"}};
+  Trainer t(c);
+  for (int step = 0; step < 3; ++step) ASSERT_FALSE(t.step()["skipped"].get<bool>());
+  std::vector<std::vector<float>> before, state_before;
+  for (auto* p : t.parameters()) {
+    before.push_back(p->master);
+    state_before.push_back(p->state_m);
+  }
+  const auto log = t.step();
+  EXPECT_TRUE(log["skipped"].get<bool>());
+  EXPECT_TRUE(log["found_inf"].get<bool>());
+  EXPECT_EQ(log["nonfinite"]["layer"], "fc2.w");
+  EXPECT_EQ(log["nonfinite"]["pass"], "backward");
+  EXPECT_EQ(log["scale"].get<double>(), 1024.0);
+  const auto params = t.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i]->master, before[i]) << params[i]->name << " changed on a skipped step";
+    EXPECT_EQ(params[i]->state_m, state_before[i]) << params[i]->name;
+  }
+  const auto next = t.step();
+  EXPECT_EQ(next["scale"].get<double>(), 512.0);  // torch backs off by 0.5
+  EXPECT_FALSE(next["skipped"].get<bool>());
+  EXPECT_TRUE(next["nonfinite"].is_null());
+}
+
+// A forward overflow: the fp16 store of a layer output above 65504 gives inf
+// in the FORWARD pass, which the log names (no loss scale can fix it).
+TEST(Trainer, AForwardOverflowIsTracedToItsLayerAndPass) {
+  mpverify::nn::EmuBackend backend;
+  mpverify::nn::Precision p;
+  const auto f16 = mpverify::formats::parse_format("fp16");
+  p.matmul_forward = p.activations = p.weights = f16;
+  mpverify::nn::Context ctx(backend, p);
+  mpverify::nn::Linear layer("big", 2, 1, 1, 1);
+  auto params = layer.parameters();
+  params[0]->master = {60000.0f, 60000.0f};  // fp16 values; 60000 + 60000 > 65504
+  params[1]->master = {0.0f};
+  for (auto* param : params) mpverify::nn::cast_weights(*param, p);
+  mpverify::nn::Tensor x(1, 2);
+  x.values = {1.0f, 1.0f};
+  const auto y = layer.forward(ctx, x);
+  EXPECT_TRUE(std::isinf(y.values[0]));
+  ASSERT_TRUE(ctx.first_nonfinite().has_value());
+  EXPECT_EQ(ctx.first_nonfinite()->layer, "big");
+  EXPECT_EQ(ctx.first_nonfinite()->tensor, "y");
+  EXPECT_EQ(ctx.first_nonfinite()->pass, Pass::forward);
+}
+
+TEST(Trainer, BadConfigurationsAreRefusedWithTheReason) {
+  auto refused = [](TrainConfig c, const std::string& fragment) {
+    try {
+      Trainer t(c);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  refused(small_mlp("o2", "torch", mpverify::nn::BackendKind::ref), "--backend emu");
+  refused(small_mlp("fp32", "delayed", mpverify::nn::BackendKind::ref), "FP8 operands");
+  TrainConfig c = small_mlp("fp32", "none", mpverify::nn::BackendKind::ref);
+  c.model = "resnet";
+  refused(c, "mlp, cnn and dcgan");
+  c = small_mlp("fp32", "none", mpverify::nn::BackendKind::ref);
+  c.inject = mpverify::training::FaultInjection{1, "fc9.w"};
+  refused(c, "fc1.w");
+}
+
+}  // namespace
