@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/synthetic_digits.h"
 #include "nn/emu_backend.h"
 #include "nn/linear.h"
 #include "training/step_recorder.h"
@@ -218,7 +219,7 @@ TEST(Trainer, RecordersEqualABruteForceRecountOnTheSavedTensors) {
           z += fp16(x) == 0;
         }
       EXPECT_EQ(line["nonzero_finite"].get<std::uint64_t>(), n) << key;
-      EXPECT_DOUBLE_EQ(line["underflow_to_zero_rate"].get<double>(), n ? static_cast<double>(z) / n : 0.0) << key;
+      EXPECT_DOUBLE_EQ(line["underflow_to_zero_rate"].get<double>(), n ? static_cast<double>(z) / static_cast<double>(n) : 0.0) << key;
     }
     // Lost updates: the fp32 master loses u when w + u == w in float
     // arithmetic (correctly rounded); without a master copy, when the fp16
@@ -247,18 +248,21 @@ TEST(Trainer, RecordersEqualABruteForceRecountOnTheSavedTensors) {
 
 // --- a crafted underflow that a static scale recovers ----------------------------------
 
-// A Linear layer (1 input, 4 outputs) whose upstream gradients are 2^-30 and
-// 3 * 2^-31, below fp16's smallest subnormal 2^-24. Unscaled, the weight
-// gradient dW = dy^T x (x = 1) underflows to zero in fp16 and the recorder
-// says so; with a static scale 2^16 the scaled gradients 2^-14 and 3 * 2^-15
-// are fp16 values (normal and subnormal), so after the unscale by 2^-16 the
-// fp32 gradient is EXACTLY dy again: the arithmetic loses nothing.
+// The loss gradient of a Linear layer (1 input, 4 outputs) is crafted with
+// values 2^-30, 3 * 2^-31, -2^-30 and 2^-26, all below half of fp16's
+// smallest subnormal 2^-24, so the fp16 store of the loss gradient flushes
+// every one of them to zero: the recorder reports an underflow rate of 1 and
+// the weight gradient dW = dy^T x (x = 1) is zero. Multiplied by a static
+// scale of 2^16 first (as the trainer multiplies the loss gradient), they
+// become 2^-14, 1.5 * 2^-14, -2^-14 and 2^-10: fp16 normals, stored exactly;
+// the fp32-accumulated GEMM with x = 1 is exact and the unscale by 2^-16 is
+// exact, so the fp32 weight gradient is EXACTLY the crafted values again.
 TEST(Trainer, AStaticScaleRecoversGradientsBelowTheFp16Subnormals) {
   mpverify::nn::EmuBackend backend;
   mpverify::nn::Precision p;
   const auto f16 = mpverify::formats::parse_format("fp16");
   p.matmul_forward = p.matmul_backward = p.activations = p.activation_grads = p.weights = p.weight_grads = f16;
-  const std::vector<float> dy_values = {0x1p-30f, 3 * 0x1p-31f, -0x1p-30f, 0x1p-26f};
+  const std::vector<float> crafted = {0x1p-30f, 3 * 0x1p-31f, -0x1p-30f, 0x1p-26f};
   for (const double scale : {1.0, 65536.0}) {
     mpverify::nn::Context ctx(backend, p);
     mpverify::training::StepRecorder recorder(f16);
@@ -272,21 +276,22 @@ TEST(Trainer, AStaticScaleRecoversGradientsBelowTheFp16Subnormals) {
     layer.forward(ctx, x);
     ctx.set_pass(Pass::backward);
     mpverify::nn::Tensor dy(1, 4);
-    for (std::size_t i = 0; i < 4; ++i) dy.values[i] = dy_values[i] * static_cast<float>(scale);
+    for (std::size_t i = 0; i < 4; ++i) dy.values[i] = crafted[i] * static_cast<float>(scale);
+    ctx.store("loss", "dlogits", Role::activation_grad, dy.span());
     layer.backward(ctx, dy, false);
     auto grad = layer.parameters()[0]->grad;
     mpverify::training::unscale_gradient("static", scale, grad);
-    const auto lines = recorder.take_tensor_lines();
-    double dw_underflow = -1;
-    for (const auto& line : lines)
-      if (line["tensor"] == "dw") dw_underflow = line["underflow_to_zero_rate"].get<double>();
+    double dy_underflow = -1;
+    for (const auto& line : recorder.take_tensor_lines())
+      if (line["tensor"] == "dlogits") dy_underflow = line["underflow_to_zero_rate"].get<double>();
     if (scale == 1.0) {
-      // 2^-30, 3*2^-31, -2^-30 are below half of 2^-24 and become 0; 2^-26 too (< 2^-25).
-      EXPECT_DOUBLE_EQ(dw_underflow, 1.0);
+      EXPECT_DOUBLE_EQ(dy_underflow, 1.0);
+      EXPECT_EQ(recorder.gradients().underflow_to_zero, 4u);
       for (float g : grad) EXPECT_EQ(g, 0.0f);
     } else {
-      EXPECT_DOUBLE_EQ(dw_underflow, 0.0);
-      for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(grad[i], dy_values[i]) << i;
+      EXPECT_DOUBLE_EQ(dy_underflow, 0.0);
+      EXPECT_EQ(recorder.gradients().underflow_to_zero, 0u);
+      for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(grad[i], crafted[i]) << i;
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "nn/models.h"
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
+#include "emu/quantize.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
 #include "training/unscale.h"
@@ -204,7 +205,7 @@ nlohmann::json Trainer::step() {
   nlohmann::json log = {{"step", step}};
 
   // Unscale, check, step the scaler, update: shared by the classifier and both GAN players.
-  auto update = [&](std::vector<nn::Parameter*> params, const char* label) -> UpdateResult {
+  auto update = [&](const std::vector<nn::Parameter*>& params) -> UpdateResult {
     UpdateResult r;
     const double scale = m.scaler->scale();
     if (config_.inject && config_.inject->step == step) {
@@ -242,7 +243,8 @@ nlohmann::json Trainer::step() {
         // weights had no master copy (stored in the working weight format).
         const formats::Format& working = norm ? recipe_.precision.norm_parameters : recipe_.precision.weights;
         const record::LostUpdateCounts with = record::lost_update_counts(before, u, policy.weights);
-        const record::LostUpdateCounts without = record::lost_update_counts(before, u, working);
+        const record::LostUpdateCounts without =
+            record::lost_update_counts(emu::quantized_copy(before, working), u, working);
         for (auto [total, part] : {std::pair{&m.lost_master, &with}, std::pair{&m.lost_without_master, &without}}) {
           total->elements += part->elements;
           total->updates += part->updates;
@@ -255,7 +257,6 @@ nlohmann::json Trainer::step() {
         config_.extra_observer->on_store(p->name, "update", nn::Role::update, nn::Pass::optimizer, u, u, policy.weights);
       }
     }
-    (void)label;
     return r;
   };
 
@@ -316,7 +317,7 @@ nlohmann::json Trainer::step() {
       reference["layers"] = nlohmann::json::array();
     }
 
-    const UpdateResult r = update(m.model->parameters(), "model");
+    const UpdateResult r = update(m.model->parameters());
     // (the reference comparison reads the unscaled gradients, so it follows the update's unscale)
     if (m.reference) {
       std::vector<nn::Parameter*> run = m.model->parameters(), ref = m.reference->parameters();
@@ -336,7 +337,75 @@ nlohmann::json Trainer::step() {
     aborted_ = r.scaler.aborted;
     last_loss_ = loss;
   } else {
-    throw std::logic_error("dcgan step: not wired yet");
+    nn::Dcgan& gan = *m.gan;
+    const data::Batch batch = m.batches->next();
+    const data::Dataset& d = m.data.train;
+    const int n = static_cast<int>(batch.size());
+    // The latent codes of this step: bell-shaped noise from a stream of its own.
+    nn::Tensor z(n, gan.latent);
+    data::Draws draws(config_.seed, (std::uint64_t{0x6A7} << 48) + step);
+    for (float& v : z.values) v = static_cast<float>(draws.noise());
+    // Real images mapped from [0, 1] to the generator's [-1, 1], then the generated ones.
+    nn::Tensor both(2 * n, d.channels, d.height, d.width);
+    for (std::size_t i = 0; i < batch.images.size(); ++i) both.values[i] = 2.0f * batch.images[i] - 1.0f;
+    std::vector<float> targets(2 * static_cast<std::size_t>(n), 0.0f);
+    std::fill(targets.begin(), targets.begin() + n, 1.0f);
+    const emu::LossPolicy loss_policy = nn::loss_policy(recipe_.precision);
+
+    // Discriminator: real (target 1) and generated (target 0) in one batch.
+    const double scale_d = m.scaler->scale();
+    ctx.set_loss_scale(scale_d);
+    gan.generator.cast_weights(recipe_.precision);
+    gan.discriminator.cast_weights(recipe_.precision);
+    ctx.set_pass(nn::Pass::forward);
+    const nn::Tensor fake = gan.generator.forward(ctx, z);
+    std::copy(fake.values.begin(), fake.values.end(), both.values.begin() + static_cast<std::ptrdiff_t>(fake.size()));
+    nn::Tensor logits_d = gan.discriminator.forward(ctx, both);
+    const float loss_d = m.backend->bce_with_logits(logits_d.span(), targets, loss_policy, ctx.counters());
+    if (!std::isfinite(loss_d)) ctx.note_nonfinite("loss_d", "loss", 1);
+    ctx.set_pass(nn::Pass::backward);
+    nn::Tensor dlogits_d(logits_d.n, logits_d.c);
+    m.backend->bce_with_logits_backward(logits_d.span(), targets, dlogits_d.span(), loss_policy, ctx.counters());
+    for (float& v : dlogits_d.values) v = v * static_cast<float>(scale_d);
+    ctx.store("loss_d", "dlogits", nn::Role::activation_grad, dlogits_d.span());
+    gan.discriminator.backward(ctx, dlogits_d, false);
+    const UpdateResult rd = update(gan.discriminator.parameters());
+
+    // Generator: through the (updated) discriminator, target 1.
+    UpdateResult rg;
+    float loss_g = std::nanf("");
+    const double scale_g = m.scaler->scale();
+    if (!rd.scaler.aborted) {
+      ctx.set_loss_scale(scale_g);
+      gan.discriminator.cast_weights(recipe_.precision);
+      ctx.set_pass(nn::Pass::forward);
+      const nn::Tensor fake_g = gan.generator.forward(ctx, z);
+      nn::Tensor logits_g = gan.discriminator.forward(ctx, fake_g);
+      const std::vector<float> ones(static_cast<std::size_t>(n), 1.0f);
+      loss_g = m.backend->bce_with_logits(logits_g.span(), ones, loss_policy, ctx.counters());
+      if (!std::isfinite(loss_g)) ctx.note_nonfinite("loss_g", "loss", 1);
+      ctx.set_pass(nn::Pass::backward);
+      nn::Tensor dlogits_g(logits_g.n, logits_g.c);
+      m.backend->bce_with_logits_backward(logits_g.span(), ones, dlogits_g.span(), loss_policy, ctx.counters());
+      for (float& v : dlogits_g.values) v = v * static_cast<float>(scale_g);
+      ctx.store("loss_g", "dlogits", nn::Role::activation_grad, dlogits_g.span());
+      const nn::Tensor dfake = gan.discriminator.backward(ctx, dlogits_g, true);
+      gan.generator.backward(ctx, dfake, false);
+      rg = update(gan.generator.parameters());
+    }
+    log["loss"] = number_or_null(loss_d);
+    log["loss_d"] = number_or_null(loss_d);
+    log["loss_g"] = number_or_null(loss_g);
+    log["scale"] = rd.scaler.scale_used;
+    log["scale_g"] = scale_g;
+    log["skipped"] = rd.scaler.skipped || rg.scaler.skipped;
+    log["skipped_d"] = rd.scaler.skipped;
+    log["skipped_g"] = rg.scaler.skipped;
+    log["found_inf"] = rd.found_inf || rg.found_inf;
+    log["aborted"] = rd.scaler.aborted || rg.scaler.aborted;
+    skipped_ += rd.scaler.skipped + rg.scaler.skipped;
+    aborted_ = rd.scaler.aborted || rg.scaler.aborted;
+    last_loss_ = loss_d;
   }
 
   const RateCounts& g = recorder_.gradients();
