@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "record/histogram_json.h"
 #include "record/tensor_stats.h"
 
 namespace mpverify::training {
@@ -23,34 +24,6 @@ double l2_norm(std::span<const float> x) {
   for (float v : x)
     if (std::isfinite(v)) sum += static_cast<double>(v) * static_cast<double>(v);
   return std::sqrt(sum);
-}
-
-// The sparse-free compact encoding: the bins from the lowest to the highest non-empty one.
-nlohmann::json histogram_json(const emu::ExponentHistogram& h) {
-  int first = emu::ExponentHistogram::max_exponent + 1, last = emu::ExponentHistogram::min_exponent - 1;
-  for (int e = emu::ExponentHistogram::min_exponent; e <= emu::ExponentHistogram::max_exponent; ++e) {
-    if (h.at(e) == 0) continue;
-    first = std::min(first, e);
-    last = std::max(last, e);
-  }
-  nlohmann::json counts = nlohmann::json::array();
-  for (int e = first; e <= last; ++e) counts.push_back(h.at(e));
-  return {{"zeros", h.zeros},
-          {"nans", h.nans},
-          {"infinities", h.infinities},
-          {"below_range", h.below_range},
-          {"above_range", h.above_range},
-          {"first_exponent", first <= last ? nlohmann::json(first) : nlohmann::json(nullptr)},
-          {"counts", counts}};
-}
-
-nlohmann::json thresholds_json(const emu::FormatThresholds& t) {
-  return {{"min_subnormal", t.min_subnormal},
-          {"min_normal", t.min_normal},
-          {"max_finite", t.max_finite},
-          {"min_subnormal_exponent", t.min_subnormal_exponent},
-          {"min_normal_exponent", t.min_normal_exponent},
-          {"max_finite_exponent", t.max_finite_exponent}};
 }
 
 }  // namespace
@@ -81,7 +54,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
   counts.overflow = s.counters.overflow;
   if (role == nn::Role::activation_grad || role == nn::Role::weight_grad) gradients_ += counts;
   if (role == nn::Role::activation) activations_ += counts;
-  if (!thresholds_.contains(target.name)) thresholds_[target.name] = thresholds_json(s.thresholds);
+  if (!thresholds_.contains(target.name)) thresholds_[target.name] = record::thresholds_to_json(s.thresholds);
   if (!keep_) return;
   tensor_lines_.push_back({{"step", step_},
                            {"layer", layer},
@@ -100,7 +73,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
                            {"headroom_log2", number_or_null(s.headroom_log2)},
                            {"norm", l2_norm(values)}});
   if (!histograms_) return;
-  nlohmann::json h = histogram_json(s.histogram);
+  nlohmann::json h = record::histogram_to_json(s.histogram);
   h["step"] = step_;
   h["layer"] = layer;
   h["tensor"] = tensor;
