@@ -1,0 +1,82 @@
+#include "nn/conv2d_layer.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "nn/init.h"
+#include "nn/operand_scaling.h"
+#include "nn/policies.h"
+#include "nn/tensor_checks.h"
+
+namespace mpverify::nn {
+
+Conv2d::Conv2d(std::string name, int in_channels, int out_channels, int kernel, int stride, int pad,
+               std::uint64_t seed, std::uint64_t stream)
+    : Layer(std::move(name)), in_(in_channels), out_(out_channels), kernel_(kernel), stride_(stride), pad_(pad) {
+  if (in_ < 1 || out_ < 1 || kernel_ < 1 || stride_ < 1 || pad_ < 0) {
+    std::string message = "Conv2d ";
+    message += this->name();
+    message += ": need in_channels, out_channels, kernel, stride >= 1 and pad >= 0";
+    throw std::invalid_argument(message);
+  }
+  const std::size_t fan_in = static_cast<std::size_t>(in_) * kernel_ * kernel_;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  w_ = make_parameter(this->name() + ".w", static_cast<std::size_t>(out_) * fan_in, ParameterKind::weight);
+  b_ = make_parameter(this->name() + ".b", static_cast<std::size_t>(out_), ParameterKind::weight);
+  fill_uniform(w_.master, bound, seed, stream);
+  fill_uniform(b_.master, bound, seed, stream + 1);
+}
+
+emu::Conv2dShape Conv2d::shape_for(const Tensor& x) const {
+  if (x.c != in_) {
+    std::string message = "Conv2d ";
+    message += name();
+    message += ": expected ";
+    message += std::to_string(in_);
+    message += " input channels, got ";
+    message += std::to_string(x.c);
+    throw std::invalid_argument(message);
+  }
+  return emu::Conv2dShape{x.n, in_, x.h, x.w, out_, kernel_, kernel_, stride_, pad_};
+}
+
+Tensor Conv2d::forward(Context& ctx, const Tensor& x) {
+  const emu::Conv2dShape shape = shape_for(x);
+  x_ = x;
+  Tensor y(x.n, out_, shape.p(), shape.q());
+  const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
+  ctx.backend().conv2d_forward(shape, xs.values(), ws.values(), y.span(),
+                               matmul_policy(ctx.precision(), Pass::forward), ctx.counters());
+  unscale_result(xs, ws, y.span());
+  ctx.backend().bias_add(y.channels(), y.span(), b_.value, y.span(), bias_policy(ctx.precision()), ctx.counters());
+  ctx.store(name(), "y", Role::activation, y.span());
+  return y;
+}
+
+Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
+  expect_forward_ran(name(), x_);
+  const emu::Conv2dShape shape = shape_for(x_);
+  expect_shape(name(), "dy", dy, shape.n, out_, shape.p(), shape.q());
+  const emu::GemmPolicy policy = matmul_policy(ctx.precision(), Pass::backward);
+  const ScaledOperand dys(ctx, name() + ".dy", dy.span());
+  Tensor dx;
+  if (need_dx) {
+    dx = Tensor(x_.n, x_.c, x_.h, x_.w);
+    const ScaledOperand ws(ctx, name() + ".w", w_.value);
+    ctx.backend().conv2d_backward_data(shape, dys.values(), ws.values(), dx.span(), policy, ctx.counters());
+    unscale_result(dys, ws, dx.span());
+    ctx.store(name(), "dx", Role::activation_grad, dx.span());
+  }
+  w_.grad.assign(w_.size(), 0.0f);
+  const ScaledOperand xs(ctx, name() + ".x", x_.span());
+  ctx.backend().conv2d_backward_filter(shape, xs.values(), dys.values(), w_.grad, policy, ctx.counters());
+  unscale_result(xs, dys, w_.grad);
+  ctx.store(name(), "dw", Role::weight_grad, w_.grad);
+  b_.grad.assign(b_.size(), 0.0f);
+  ctx.backend().bias_add_backward(dy.channels(), dy.span(), b_.grad, bias_policy(ctx.precision()), ctx.counters());
+  ctx.store(name(), "db", Role::weight_grad, b_.grad);
+  return dx;
+}
+
+}  // namespace mpverify::nn
