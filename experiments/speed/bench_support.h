@@ -57,7 +57,7 @@ class TimeReporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs)
       if (!r.error_occurred) {
         std::string name = r.benchmark_name();
-        for (const char* suffix : {"/iterations:", "/manual_time"}) name = name.substr(0, name.find(suffix));
+        for (const char* suffix : {"/iterations:", "/manual_time", "/min_time:"}) name = name.substr(0, name.find(suffix));
         seconds_[name] = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
       }
   }
