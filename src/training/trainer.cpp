@@ -108,12 +108,11 @@ Trainer::Trainer(TrainConfig config)
     m.scaler.reset(static_cast<LossScaler*>(s.release()));
   }
   m.backend = nn::make_backend(config_.backend);
-  if (config_.backend == nn::BackendKind::ref && !recipe_.precision.is_fp32() &&
-      recipe_.operand_scaling == OperandScaling::none)
+  // (The fp8 operand scaling is installed below, so is_fp32() cannot see it yet.)
+  if (config_.backend == nn::BackendKind::ref &&
+      (!recipe_.precision.is_fp32() || recipe_.operand_scaling != OperandScaling::none))
     bad_config("--backend ref runs the fp32 recipe only (it is the Eigen FP32 reference); use --backend emu for "
                "recipe " + config_.recipe);
-  if (config_.backend == nn::BackendKind::ref && recipe_.operand_scaling != OperandScaling::none)
-    bad_config("--backend ref runs the fp32 recipe only; use --backend emu for recipe " + config_.recipe);
 
   // Operand scaling (fp8): E4M3's range forward, E5M2's backward.
   if (recipe_.operand_scaling != OperandScaling::none) {
@@ -149,17 +148,18 @@ Trainer::Trainer(TrainConfig config)
   m.batches = std::make_unique<data::BatchIterator>(m.data.train, bo);
 
   const data::Dataset& d = m.data.train;
-  if (config_.model == "mlp") m.model.emplace(nn::make_mlp(d.channels, d.height, d.width, d.classes, config_.seed));
-  else if (config_.model == "cnn") m.model.emplace(nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed));
+  // The reference (--against ref) is a second copy of the same classifier, from the same seed.
+  auto classifier = [&] {
+    return config_.model == "mlp" ? nn::make_mlp(d.channels, d.height, d.width, d.classes, config_.seed)
+                                  : nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed);
+  };
+  if (config_.model == "mlp" || config_.model == "cnn") m.model.emplace(classifier());
   else if (config_.model == "dcgan") m.gan.emplace(nn::make_dcgan(d.height, nn::kDcganLatent, config_.seed));
   else bad_config("--model " + config_.model + ": the models are mlp, cnn and dcgan");
 
   if (config_.against_reference) {
     if (m.gan) bad_config("--against ref compares classifier gradients; it is not available for dcgan yet");
-    if (config_.model == "mlp")
-      m.reference.emplace(nn::make_mlp(d.channels, d.height, d.width, d.classes, config_.seed));
-    else
-      m.reference.emplace(nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed));
+    m.reference.emplace(classifier());
   }
   if (config_.inject) {
     bool found = false;
@@ -226,7 +226,8 @@ nlohmann::json Trainer::step() {
       policy.weights = norm ? recipe_.precision.norm_parameters : recipe_.precision.master;
       policy.state = recipe_.optimizer_state;
       policy.grad = nn::Precision::fp32();  // the unscaled fp32 gradient
-      const std::vector<float> before = p->master;
+      std::vector<float> before;  // the weights before the update, for the lost-update counts
+      if (config_.recorders) before = p->master;
       std::vector<float> u(p->size());
       p->steps += 1;
       if (config_.optimizer == OptimizerKind::sgd) {
