@@ -1,0 +1,177 @@
+#include "metrics/ensemble.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mpverify::metrics {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string quoted(const fs::path& p) {
+  std::string s = "'";
+  s += p.string();
+  s += "'";
+  return s;
+}
+
+[[noreturn]] void fail(const fs::path& file, const std::string& what) { throw InputError(quoted(file) + ": " + what); }
+
+std::string read_whole_file(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) throw InputError(quoted(file) + " does not exist");
+  if (fs::is_directory(file, ec)) fail(file, "is a directory, expected a file");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(file, "cannot be opened for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Whether `text` holds NaN or Infinity outside a string: the token Python's
+// json.dump and some loggers write for a non-finite float, which JSON lacks.
+bool has_bare_nonfinite_token(const std::string& text) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    else if (text.compare(i, 3, "NaN") == 0 || text.compare(i, 8, "Infinity") == 0 || text.compare(i, 3, "nan") == 0 ||
+             text.compare(i, 3, "inf") == 0)
+      return true;
+  }
+  return false;
+}
+
+// Parses one JSON value; the message says where and why it does not parse.
+json parse_or_explain(const std::string& text, const fs::path& file, const std::string& where) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string m = where;
+    if (has_bare_nonfinite_token(text)) {
+      m += "holds a literal NaN or Infinity, which JSON does not allow (the run log writes null for a non-finite "
+           "value); rewrite it as null";
+    } else {
+      const bool at_end = e.byte >= text.size();
+      m += at_end ? "ends in the middle of a JSON value (truncated? a run still writing it, or a copy cut short)"
+                  : "is not valid JSON";
+      m += " (parser: ";
+      m += e.what();
+      m += ")";
+    }
+    fail(file, m);
+  }
+}
+
+std::string seed_dir_name(std::int64_t seed) { return "seed-" + std::to_string(seed); }
+
+}  // namespace
+
+json read_json_document(const fs::path& file) {
+  const std::string text = read_whole_file(file);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) fail(file, "is empty (a run killed while writing it?)");
+  json document = parse_or_explain(text, file, "");
+  if (!document.is_object()) fail(file, "is not a JSON object");
+  return document;
+}
+
+std::vector<json> read_json_lines_checked(const fs::path& file) {
+  const std::string text = read_whole_file(file);
+  std::vector<json> records;
+  std::size_t start = 0;
+  for (std::size_t number = 1; start < text.size(); ++number) {
+    std::size_t end = text.find('\n', start);
+    const bool last_unterminated = end == std::string::npos;
+    if (last_unterminated) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    // The run log writes no blank lines; skipping them keeps the numbering a text editor shows.
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = "line " + std::to_string(number) + " ";
+    json record;
+    try {
+      record = json::parse(line);
+    } catch (const json::parse_error&) {
+      if (last_unterminated && !has_bare_nonfinite_token(line))
+        fail(file, where + "is cut off: the file ends without a newline in the middle of a record (truncated? a "
+                           "run still writing it, or a copy cut short)");
+      parse_or_explain(line, file, where);  // throws with the reason
+    }
+    if (!record.is_object()) fail(file, where + "is not a JSON object");
+    records.push_back(std::move(record));
+  }
+  if (records.empty()) fail(file, "holds no records (a run killed before its first step?)");
+  return records;
+}
+
+RunDirectory read_run_directory(const fs::path& dir, bool with_steps) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw InputError("run directory " + quoted(dir) + " does not exist");
+  if (!fs::is_directory(dir, ec))
+    throw InputError(quoted(dir) + " is not a directory (give a run directory or an ensemble directory)");
+  RunDirectory run;
+  run.name = dir.string();
+  if (!fs::exists(dir / "summary.json", ec))
+    throw InputError(quoted(dir / "summary.json") +
+                     " not found: not a run directory (nor an ensemble directory: no ensemble.json), or a run that "
+                     "has not finished");
+  run.summary = read_json_document(dir / "summary.json");
+  if (const auto config = run.summary.find("config"); config != run.summary.end()) {
+    if (!config->is_object()) fail(dir / "summary.json", "\"config\" is not an object");
+    if (const auto seed = config->find("seed"); seed != config->end() && seed->is_number_integer())
+      run.seed = seed->get<std::int64_t>();
+  }
+  if (with_steps) run.steps = read_json_lines_checked(dir / "steps.jsonl");
+  return run;
+}
+
+Ensemble read_ensemble(const fs::path& dir, bool with_steps) {
+  Ensemble e;
+  e.name = dir.string();
+  while (e.name.size() > 1 && e.name.ends_with('/')) e.name.pop_back();
+  const fs::path root(e.name);
+  std::error_code ec;
+  if (!fs::exists(root, ec)) throw InputError("directory " + quoted(root) + " does not exist");
+  if (!fs::is_directory(root, ec))
+    throw InputError(quoted(root) + " is not a directory (give a run directory or an ensemble directory)");
+  if (!fs::exists(root / "ensemble.json", ec)) {
+    e.runs.push_back(read_run_directory(root, with_steps));
+    return e;
+  }
+  e.is_ensemble = true;
+  const fs::path manifest = root / "ensemble.json";
+  const json document = read_json_document(manifest);
+  const auto seeds = document.find("seeds");
+  if (seeds == document.end() || !seeds->is_array() || seeds->empty())
+    fail(manifest, "needs \"seeds\": a non-empty array of the seeds the ensemble ran");
+  std::set<std::int64_t> seen;
+  for (const json& s : *seeds) {
+    if (!s.is_number_integer()) fail(manifest, "\"seeds\" holds " + s.dump() + ", expected integers");
+    const auto seed = s.get<std::int64_t>();
+    if (!seen.insert(seed).second) fail(manifest, "\"seeds\" lists seed " + std::to_string(seed) + " twice");
+    e.listed_seeds.push_back(seed);
+  }
+  for (const std::int64_t seed : e.listed_seeds) {
+    const fs::path run_dir = root / seed_dir_name(seed);
+    if (!fs::is_directory(run_dir, ec))
+      throw InputError(quoted(run_dir) + " not found, but " + quoted(manifest) + " lists seed " +
+                       std::to_string(seed) + " (an ensemble still training, or a seed directory removed)");
+    RunDirectory run = read_run_directory(run_dir, with_steps);
+    if (run.seed && *run.seed != seed)
+      fail(run_dir / "summary.json", "config.seed is " + std::to_string(*run.seed) + " but the directory is " +
+                                         seed_dir_name(seed));
+    if (!run.seed) run.seed = seed;  // the directory's name says it
+    e.runs.push_back(std::move(run));
+  }
+  return e;
+}
+
+}  // namespace mpverify::metrics

@@ -1,0 +1,547 @@
+#include "metrics/parity_gate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace mpverify::metrics {
+
+namespace {
+
+using nlohmann::json;
+
+// The warm-up the loss envelope leaves out: the first ceil(10%) of the steps,
+// where every run's loss falls fast from its own initialisation and the
+// envelope's width says little.
+constexpr double kEnvelopeWarmupFraction = 0.1;
+
+std::string file_of(const RunDirectory& run, const char* file = "summary.json") {
+  std::string s = "'";
+  s += run.name;
+  s += "/";
+  s += file;
+  s += "'";
+  return s;
+}
+
+[[noreturn]] void bad(const RunDirectory& run, const std::string& what, const char* file = "summary.json") {
+  throw InputError(file_of(run, file) + ": " + what);
+}
+
+std::string number_text(double v, const char* format = "%.4g") {
+  char text[64];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+// A number that must be finite (nlohmann reads 1e999 as inf).
+double finite_number(const RunDirectory& run, const json& v, const std::string& key) {
+  if (!v.is_number()) bad(run, key + " is " + v.dump() + ", expected a number");
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) bad(run, key + " is not a finite number");
+  return x;
+}
+
+// The divergence the summary itself declares; "" when none.
+std::string summary_divergence(const RunDirectory& run) {
+  const json& s = run.summary;
+  if (const auto a = s.find("aborted"); a != s.end()) {
+    if (!a->is_boolean()) bad(run, "\"aborted\" is " + a->dump() + ", expected true or false");
+    if (a->get<bool>()) return "summary.json: aborted is true (the loss scaler gave up)";
+  }
+  if (const auto f = s.find("final_loss"); f != s.end()) {
+    if (f->is_null()) return "summary.json: final_loss is null (non-finite)";
+    finite_number(run, *f, "final_loss");
+  }
+  return "";
+}
+
+const json& evaluation_of(const RunDirectory& run, const char* metric) {
+  const auto e = run.summary.find("evaluation");
+  if (e == run.summary.end() || !e->is_object()) {
+    std::string m = "has no \"evaluation\" object, which --metric ";
+    m += metric;
+    m += " reads (a run from a `train` without evaluation? rerun it with the current mpverify)";
+    bad(run, m);
+  }
+  return *e;
+}
+
+std::string keys_of(const json& object) {
+  std::string keys;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (!keys.empty()) keys += ", ";
+    keys += it.key();
+  }
+  return keys.empty() ? "nothing" : keys;
+}
+
+// The evaluation's `key`: nullopt when null (the run diverged); bad input when absent.
+std::optional<double> evaluation_value(const RunDirectory& run, const json& evaluation, const char* key,
+                                       const char* metric) {
+  const auto v = evaluation.find(key);
+  if (v == evaluation.end()) {
+    std::string m = "evaluation has no \"";
+    m += key;
+    m += "\" (it has: " + keys_of(evaluation) + "); does --metric ";
+    m += metric;
+    m += " match these runs? (accuracy: mlp/cnn runs; fid: dcgan runs)";
+    bad(run, m);
+  }
+  if (v->is_null()) return std::nullopt;
+  std::string name = "evaluation.";
+  name += key;
+  return finite_number(run, *v, name);
+}
+
+// The config values that make two runs the same experiment.
+const std::vector<std::string> kSharedConfigKeys = {"model", "data", "train_size", "steps", "batch_size", "optimizer"};
+// ... and those that must also agree within a side (one recipe per side).
+const std::vector<std::string> kSideConfigKeys = {"recipe", "scaler", "backend"};
+
+json config_value(const RunDirectory& run, const std::string& key) {
+  const auto c = run.summary.find("config");
+  if (c == run.summary.end()) return nullptr;
+  const auto v = c->find(key);
+  return v == c->end() ? json(nullptr) : *v;
+}
+
+void check_same(const std::vector<const RunDirectory*>& runs, const std::vector<std::string>& keys,
+                const std::string& why) {
+  for (const std::string& key : keys)
+    for (const RunDirectory* run : runs) {
+      const json a = config_value(*runs.front(), key), b = config_value(*run, key);
+      if (a != b)
+        throw InputError("mismatched configs: " + file_of(*runs.front()) + " has config." + key + " = " + a.dump() +
+                         " but " + file_of(*run) + " has " + b.dump() + " (" + why + ")");
+    }
+}
+
+void check_same_evaluation_size(const std::vector<const RunDirectory*>& runs, const char* key) {
+  std::optional<json> first;
+  const RunDirectory* first_run = nullptr;
+  for (const RunDirectory* run : runs) {
+    const auto e = run->summary.find("evaluation");
+    if (e == run->summary.end() || !e->is_object()) continue;
+    const auto v = e->find(key);
+    const json value = v == e->end() ? json(nullptr) : *v;
+    if (!first) {
+      first = value;
+      first_run = run;
+    } else if (value != *first) {
+      std::string m = "mismatched evaluations: ";
+      m += file_of(*first_run) + " has evaluation." + key + " = " + first->dump() + " but " + file_of(*run) +
+           " has " + value.dump();
+      m += std::string(key) == "n" ? " (FIDs from different sample sizes differ by their bias alone: evaluate both "
+                                     "sides with the same n)"
+                                   : " (accuracies on different test sets are not comparable)";
+      throw InputError(m);
+    }
+  }
+}
+
+// Per step, the loss (nullopt: non-finite, null in the log), in step order
+// 0..steps-1; bad input unless every step appears exactly once.
+std::vector<std::optional<double>> loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps) {
+  const std::vector<json>& records = *run.steps;
+  std::vector<std::optional<double>> curve(static_cast<std::size_t>(steps));
+  std::vector<bool> seen(static_cast<std::size_t>(steps), false);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const json& r = records[i];
+    const std::string at = "line " + std::to_string(i + 1) + ": ";
+    const auto s = r.find("step");
+    if (s == r.end() || !s->is_number_integer()) bad(run, at + "no integer \"step\"", "steps.jsonl");
+    const auto step = s->get<std::int64_t>();
+    if (step < 0 || step >= steps)
+      bad(run, at + "step " + std::to_string(step) + " is outside 0.." + std::to_string(steps - 1) +
+                   " (summary.json's config.steps is " + std::to_string(steps) + ")",
+          "steps.jsonl");
+    const auto index = static_cast<std::size_t>(step);
+    if (seen[index]) bad(run, at + "step " + std::to_string(step) + " appears a second time", "steps.jsonl");
+    seen[index] = true;
+    const auto loss = r.find(key);
+    if (loss == r.end()) bad(run, at + "no \"" + key + "\" (the loss the gate compares)", "steps.jsonl");
+    if (loss->is_null()) continue;
+    if (!loss->is_number()) bad(run, at + "\"" + key + "\" is " + loss->dump() + ", expected a number", "steps.jsonl");
+    const double x = loss->get<double>();
+    if (std::isfinite(x)) curve[index] = x;
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k])
+      bad(run,
+          "step " + std::to_string(k) + " is missing (the log holds " + std::to_string(records.size()) + " of " +
+              std::to_string(steps) + " steps: truncated, or a run that stopped early without saying so)",
+          "steps.jsonl");
+  return curve;
+}
+
+struct Side {
+  const Ensemble* ensemble;
+  const char* name;  // "baseline" / "candidate"
+  std::vector<RunOutcome> outcomes;
+  std::vector<std::vector<std::optional<double>>> curves;  // loss only
+};
+
+std::optional<std::vector<std::int64_t>> pairable_seeds(const Side& b, const Side& c) {
+  std::set<std::int64_t> sb, sc;
+  for (const RunOutcome& o : b.outcomes) {
+    if (!o.seed || !sb.insert(*o.seed).second) return std::nullopt;
+  }
+  for (const RunOutcome& o : c.outcomes) {
+    if (!o.seed || !sc.insert(*o.seed).second) return std::nullopt;
+  }
+  if (sb != sc || sb.size() < 2) return std::nullopt;
+  return std::vector<std::int64_t>(sb.begin(), sb.end());
+}
+
+std::string seeds_text(const std::vector<std::int64_t>& seeds) {
+  std::string t;
+  for (std::int64_t s : seeds) {
+    if (!t.empty()) t += ",";
+    t += std::to_string(s);
+  }
+  return t;
+}
+
+LossEnvelope compute_envelope(const Side& b, const Side& c, double margin, std::int64_t steps) {
+  LossEnvelope e;
+  const auto warmup = static_cast<std::int64_t>(std::ceil(kEnvelopeWarmupFraction * static_cast<double>(steps)));
+  e.first_step = std::min(warmup, steps - 1);
+  e.last_step = steps - 1;
+  e.expected_outside_fraction = 2.0 / static_cast<double>(b.curves.size() + 1);
+  for (std::int64_t s = e.first_step; s < steps; ++s) {
+    const auto k = static_cast<std::size_t>(s);
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    bool finite = true;
+    for (const auto& curve : b.curves) {
+      if (!curve[k]) finite = false;
+      else {
+        lo = std::min(lo, *curve[k]);
+        hi = std::max(hi, *curve[k]);
+      }
+    }
+    for (const auto& curve : c.curves) {
+      ++e.points;
+      if (!finite) continue;  // a baseline run non-finite here: no envelope at this step
+      const bool out = !curve[k] || *curve[k] < lo || *curve[k] > hi;
+      const bool out_widened = !curve[k] || *curve[k] < lo - margin || *curve[k] > hi + margin;
+      e.outside += out;
+      e.outside_widened += out_widened;
+      if (out_widened && !e.first_step_outside_widened) e.first_step_outside_widened = s;
+    }
+  }
+  return e;
+}
+
+std::string interval_text(const EquivalenceResult& t) {
+  std::string text = "[";
+  text += number_text(t.lower);
+  text += ", ";
+  text += number_text(t.upper);
+  text += "]";
+  return text;
+}
+
+std::string level_text(double alpha) { return number_text(100 * (1 - 2 * alpha), "%.4g") + "%"; }
+
+}  // namespace
+
+const char* to_string(GateMetric metric) {
+  switch (metric) {
+    case GateMetric::accuracy: return "accuracy";
+    case GateMetric::fid: return "fid";
+    case GateMetric::loss: return "loss";
+  }
+  return "?";
+}
+
+std::optional<GateMetric> parse_gate_metric(const std::string& name) {
+  if (name == "accuracy") return GateMetric::accuracy;
+  if (name == "fid") return GateMetric::fid;
+  if (name == "loss") return GateMetric::loss;
+  return std::nullopt;
+}
+
+int gate_exit_code(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::equivalent: return 0;
+    case Verdict::not_equivalent: return 1;
+    case Verdict::inconclusive: return 3;
+  }
+  return 2;
+}
+
+GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, const GateOptions& options) {
+  if (!(std::isfinite(options.margin) && options.margin > 0))
+    throw InputError("--margin must be a finite number > 0 (in the metric's unit; accuracy: percentage points)");
+  if (!(options.alpha > 0 && options.alpha < 0.5)) throw InputError("--alpha must lie in (0, 0.5)");
+  if (!(options.loss_tail_fraction > 0 && options.loss_tail_fraction <= 1))
+    throw InputError("the loss tail fraction must lie in (0, 1]");
+  GateResult g;
+  g.metric = options.metric;
+  g.baseline = baseline.name;
+  g.candidate = candidate.name;
+  g.margin = options.margin;
+  g.alpha = options.alpha;
+  const char* metric = to_string(options.metric);
+
+  // Comparable experiments first: a mismatch is bad input, whatever the values.
+  std::vector<const RunDirectory*> all, side_b, side_c;
+  for (const RunDirectory& r : baseline.runs) side_b.push_back(&r);
+  for (const RunDirectory& r : candidate.runs) side_c.push_back(&r);
+  all = side_b;
+  all.insert(all.end(), side_c.begin(), side_c.end());
+  for (const RunDirectory* r : all)
+    if (!r->summary.contains("config") || !r->summary["config"].is_object())
+      bad(*r, "has no \"config\" object (not written by `mpverify train`?)");
+  check_same(all, kSharedConfigKeys, "baseline and candidate must train the same model on the same data for as long");
+  check_same(side_b, kSideConfigKeys, "one side must be one recipe");
+  check_same(side_c, kSideConfigKeys, "one side must be one recipe");
+
+  Side b{&baseline, "baseline", {}, {}}, c{&candidate, "candidate", {}, {}};
+  std::int64_t steps = 0;
+  if (options.metric == GateMetric::loss) {
+    const json s = config_value(*all.front(), "steps");
+    if (!s.is_number_integer() || s.get<std::int64_t>() < 1)
+      bad(*all.front(), "config.steps is " + s.dump() + ", expected an integer >= 1 (the loss gate needs it)");
+    steps = s.get<std::int64_t>();
+    for (const RunDirectory* r : all)
+      if (!r->steps) bad(*r, "was not read (read the runs with their steps for --metric loss)", "steps.jsonl");
+    g.loss_key = options.loss_key;
+    if (g.loss_key.empty()) {
+      const json& first = all.front()->steps->front();
+      g.loss_key = first.contains("loss") || !first.contains("loss_g") ? "loss" : "loss_g";
+    }
+    g.unit = g.loss_key;
+    g.loss_tail_steps = static_cast<std::size_t>(
+        std::max<double>(1, std::ceil(options.loss_tail_fraction * static_cast<double>(steps))));
+    g.loss_tail_first_step = steps - static_cast<std::int64_t>(g.loss_tail_steps);
+  } else {
+    g.unit = options.metric == GateMetric::accuracy ? "points" : "FID";
+    check_same_evaluation_size(all, options.metric == GateMetric::accuracy ? "test_size" : "n");
+  }
+
+  for (Side* side : {&b, &c})
+    for (const RunDirectory& run : side->ensemble->runs) {
+      RunOutcome o;
+      o.run = run.name;
+      o.seed = run.seed;
+      o.divergence = summary_divergence(run);
+      if (options.metric == GateMetric::accuracy) {
+        const json& e = evaluation_of(run, metric);
+        o.value = evaluation_value(run, e, "test_accuracy", metric);
+        if (o.value && (*o.value < 0 || *o.value > 1))
+          bad(run, "evaluation.test_accuracy is " + number_text(*o.value) + ", expected a fraction in [0, 1]");
+        if (o.value) *o.value *= 100;
+        else if (o.divergence.empty()) o.divergence = "summary.json: evaluation.test_accuracy is null (diverged)";
+      } else if (options.metric == GateMetric::fid) {
+        const json& e = evaluation_of(run, metric);
+        o.value = evaluation_value(run, e, "fid", metric);
+        if (o.value && *o.value < 0) bad(run, "evaluation.fid is negative");
+        if (!o.value && o.divergence.empty()) o.divergence = "summary.json: evaluation.fid is null (diverged)";
+        if (const auto se = e.find("fid_stderr"); se != e.end() && !se->is_null()) {
+          o.stderr_value = finite_number(run, *se, "evaluation.fid_stderr");
+          if (*o.stderr_value < 0) bad(run, "evaluation.fid_stderr is negative");
+        }
+      } else {
+        side->curves.push_back(loss_curve(run, g.loss_key, steps));
+        const auto& curve = side->curves.back();
+        double sum = 0;
+        for (std::int64_t s = g.loss_tail_first_step; s < steps; ++s) {
+          const auto& v = curve[static_cast<std::size_t>(s)];
+          if (!v) {
+            if (o.divergence.empty())
+              o.divergence = "steps.jsonl: " + g.loss_key + " is non-finite at step " + std::to_string(s);
+            break;
+          }
+          sum += *v;
+        }
+        if (o.divergence.empty()) o.value = sum / static_cast<double>(g.loss_tail_steps);
+      }
+      if (!o.divergence.empty()) o.value.reset();
+      side->outcomes.push_back(std::move(o));
+    }
+
+  // How many runs the method needs, and which method.
+  const std::size_t nb = b.outcomes.size(), nc = c.outcomes.size();
+  const bool single_fid = options.metric == GateMetric::fid && nb == 1 && nc == 1;
+  if (!single_fid && (nb < 2 || nc < 2)) {
+    std::string m = "fewer than 2 runs on a side (baseline " + std::to_string(nb) + ", candidate " +
+                     std::to_string(nc) + "): the --metric " + metric +
+                     " gate estimates seed-to-seed spread from the runs; train each side with --seeds (e.g. "
+                     "--seeds 1,2,3,4,5,6,7,8)";
+    if (options.metric == GateMetric::fid) m += ", or give one run on each side to use the FIDs' bootstrap errors";
+    throw InputError(m);
+  }
+  std::optional<std::vector<std::int64_t>> seeds;
+  if (!single_fid && options.pairing != Pairing::welch) seeds = pairable_seeds(b, c);
+  if (options.pairing == Pairing::paired && !seeds)
+    throw InputError(single_fid ? "--method paired needs >= 2 runs per side"
+                                : "--method paired needs the same set of >= 2 distinct seeds on both sides "
+                                  "(summary.config.seed); these differ (or a run has no seed)");
+  if (single_fid)
+    for (const Side* side : {&b, &c})
+      if (side->outcomes.front().divergence.empty() && !side->outcomes.front().stderr_value)
+        bad(side->ensemble->runs.front(),
+            "evaluation has no \"fid_stderr\": with one run per side the gate needs each FID's bootstrap standard "
+            "error (or give >= 2 runs per side)");
+
+  if (options.metric == GateMetric::loss) g.envelope = compute_envelope(b, c, options.margin, steps);
+  g.baseline_runs = b.outcomes;
+  g.candidate_runs = c.outcomes;
+
+  // A diverged run decides, whatever the statistics say.
+  for (const Side* side : {&c, &b})
+    for (const RunOutcome& o : side->outcomes)
+      if (!o.divergence.empty()) {
+        g.verdict = Verdict::not_equivalent;
+        g.reason = std::string(side->name) + " run '" + o.run + "' diverged (" + o.divergence +
+                   "): a diverged run never passes";
+        return g;
+      }
+
+  const EquivalenceOptions eo{options.margin, options.alpha};
+  if (single_fid) {
+    g.test = normal_stderr_tost(*b.outcomes[0].value, *b.outcomes[0].stderr_value, *c.outcomes[0].value,
+                                *c.outcomes[0].stderr_value, eo);
+    g.notes.push_back(
+        "one run per side: the interval covers the FID estimates' bootstrap noise only, not seed-to-seed "
+        "variance (train >= 2 seeds per side to cover it)");
+  } else if (seeds) {
+    std::map<std::int64_t, double> vb, vc;
+    for (const RunOutcome& o : b.outcomes) vb[*o.seed] = *o.value;
+    for (const RunOutcome& o : c.outcomes) vc[*o.seed] = *o.value;
+    std::vector<double> xb, xc;
+    for (std::int64_t s : *seeds) {
+      xb.push_back(vb[s]);
+      xc.push_back(vc[s]);
+    }
+    g.test = paired_tost(xb, xc, eo);
+    g.paired_seeds = *seeds;
+    g.notes.push_back("paired on seeds " + seeds_text(*seeds) + " (summary.config.seed): both sides ran the same seeds");
+  } else {
+    std::vector<double> xb, xc;
+    for (const RunOutcome& o : b.outcomes) xb.push_back(*o.value);
+    for (const RunOutcome& o : c.outcomes) xc.push_back(*o.value);
+    g.test = welch_tost(xb, xc, eo);
+    g.notes.push_back(options.pairing == Pairing::welch ? "Welch (unpaired), as --method welch asked"
+                                                        : "Welch (unpaired): the two sides ran different seed sets");
+  }
+  g.verdict = g.test->verdict;
+  const std::string ci = level_text(options.alpha) + " interval " + interval_text(*g.test);
+  const std::string m = number_text(options.margin);
+  switch (g.verdict) {
+    case Verdict::equivalent: g.reason = "the " + ci + " lies inside (-" + m + ", " + m + ")"; break;
+    case Verdict::not_equivalent: g.reason = "the " + ci + " lies entirely outside [-" + m + ", " + m + "]"; break;
+    case Verdict::inconclusive:
+      g.reason = "the " + ci + " is neither inside (-" + m + ", " + m + ") nor entirely outside it";
+      break;
+  }
+  return g;
+}
+
+std::string gate_verdict_line(const GateResult& g) {
+  std::string line = g.verdict == Verdict::equivalent       ? "EQUIVALENT"
+                     : g.verdict == Verdict::not_equivalent ? "NOT EQUIVALENT"
+                                                            : "INCONCLUSIVE";
+  line += " (";
+  line += to_string(g.metric);
+  line += "): ";
+  if (!g.test) return line + g.reason;
+  const EquivalenceResult& t = *g.test;
+  line += "candidate - baseline = " + number_text(t.difference) + " " + g.unit + ", " + level_text(t.alpha) +
+          " CI " + interval_text(t) + ", margin ±" + number_text(t.margin) + "; ";
+  if (t.method == EquivalenceMethod::paired)
+    line += "paired TOST on " + std::to_string(t.n_baseline) + " seeds";
+  else if (t.method == EquivalenceMethod::welch)
+    line += "Welch TOST, n = " + std::to_string(t.n_baseline) + " / " + std::to_string(t.n_candidate) +
+            ", df = " + number_text(t.df, "%.3g");
+  else
+    line += "one run per side, bootstrap errors only (seed-to-seed variance not covered)";
+  line += ", alpha " + number_text(t.alpha);
+  if (g.verdict == Verdict::inconclusive) {
+    line += "; need more seeds";
+    if (t.seeds_needed)
+      line += ": about " + std::to_string(*t.seeds_needed) +
+              (t.method == EquivalenceMethod::paired ? " pairs" : " per side") +
+              " if the observed difference and spread hold";
+    else if (t.method == EquivalenceMethod::normal_stderr)
+      line += " (>= 2 runs per side)";
+  }
+  return line;
+}
+
+nlohmann::ordered_json gate_json(const GateResult& g) {
+  using oj = nlohmann::ordered_json;
+  auto optional_number = [](const std::optional<double>& v) { return v ? oj(*v) : oj(nullptr); };
+  oj j;
+  j["verdict"] = to_string(g.verdict);
+  j["exit_code"] = gate_exit_code(g.verdict);
+  j["line"] = gate_verdict_line(g);
+  j["reason"] = g.reason;
+  j["metric"] = to_string(g.metric);
+  j["unit"] = g.unit;
+  j["baseline"] = g.baseline;
+  j["candidate"] = g.candidate;
+  j["margin"] = g.margin;
+  j["alpha"] = g.alpha;
+  j["ci_level"] = 1 - 2 * g.alpha;
+  if (g.test) {
+    const EquivalenceResult& t = *g.test;
+    j["method"] = to_string(t.method);
+    j["n_baseline"] = t.n_baseline;
+    j["n_candidate"] = t.n_candidate;
+    j["mean_baseline"] = t.mean_baseline;
+    j["mean_candidate"] = t.mean_candidate;
+    j["sd_baseline"] = t.sd_baseline;
+    j["sd_candidate"] = t.sd_candidate;
+    j["difference"] = t.difference;
+    j["standard_error"] = t.standard_error;
+    j["df"] = std::isfinite(t.df) ? oj(t.df) : oj(nullptr);
+    j["quantile"] = t.quantile;
+    j["ci_lower"] = t.lower;
+    j["ci_upper"] = t.upper;
+    j["p_lower"] = t.p_lower;
+    j["p_upper"] = t.p_upper;
+    j["seeds_needed"] = t.seeds_needed ? oj(*t.seeds_needed) : oj(nullptr);
+  } else {
+    j["method"] = nullptr;
+    j["n_baseline"] = g.baseline_runs.size();
+    j["n_candidate"] = g.candidate_runs.size();
+  }
+  j["paired_seeds"] = g.paired_seeds;
+  j["notes"] = g.notes;
+  for (const auto& [key, runs] : {std::pair{"baseline_runs", &g.baseline_runs}, {"candidate_runs", &g.candidate_runs}}) {
+    oj list = oj::array();
+    for (const RunOutcome& o : *runs)
+      list.push_back({{"run", o.run},
+                      {"seed", o.seed ? oj(*o.seed) : oj(nullptr)},
+                      {"value", optional_number(o.value)},
+                      {"stderr", optional_number(o.stderr_value)},
+                      {"diverged", !o.divergence.empty()},
+                      {"divergence", o.divergence.empty() ? oj(nullptr) : oj(o.divergence)}});
+    j[key] = list;
+  }
+  if (g.metric == GateMetric::loss) {
+    oj loss = {{"key", g.loss_key}, {"tail_steps", g.loss_tail_steps}, {"tail_first_step", g.loss_tail_first_step}};
+    if (g.envelope) {
+      const LossEnvelope& e = *g.envelope;
+      loss["envelope"] = {{"first_step", e.first_step},
+                          {"last_step", e.last_step},
+                          {"points", e.points},
+                          {"outside", e.outside},
+                          {"outside_widened", e.outside_widened},
+                          {"outside_fraction", e.points ? oj(static_cast<double>(e.outside) / static_cast<double>(e.points)) : oj(nullptr)},
+                          {"expected_outside_fraction", e.expected_outside_fraction},
+                          {"first_step_outside_widened",
+                           e.first_step_outside_widened ? oj(*e.first_step_outside_widened) : oj(nullptr)}};
+    }
+    j["loss"] = loss;
+  }
+  return j;
+}
+
+}  // namespace mpverify::metrics
