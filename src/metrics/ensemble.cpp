@@ -60,7 +60,8 @@ json parse_or_explain(const std::string& text, const fs::path& file, const std::
       m += "holds a literal NaN or Infinity, which JSON does not allow (the run log writes null for a non-finite "
            "value); rewrite it as null";
     } else {
-      const bool at_end = e.byte >= text.size();
+      // e.byte is 1-based: the parser read past the last byte when the input ended mid-value.
+      const bool at_end = e.byte > text.size();
       m += at_end ? "ends in the middle of a JSON value (truncated? a run still writing it, or a copy cut short)"
                   : "is not valid JSON";
       m += " (parser: ";

@@ -321,7 +321,6 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
     g.loss_tail_first_step = steps - static_cast<std::int64_t>(g.loss_tail_steps);
   } else {
     g.unit = options.metric == GateMetric::accuracy ? "points" : "FID";
-    check_same_evaluation_size(all, options.metric == GateMetric::accuracy ? "test_size" : "n");
   }
 
   for (Side* side : {&b, &c})
@@ -364,6 +363,10 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
       if (!o.divergence.empty()) o.value.reset();
       side->outcomes.push_back(std::move(o));
     }
+
+  // After the values, so that a run lacking the metric is reported as that.
+  if (options.metric != GateMetric::loss)
+    check_same_evaluation_size(all, options.metric == GateMetric::accuracy ? "test_size" : "n");
 
   // How many runs the method needs, and which method.
   const std::size_t nb = b.outcomes.size(), nc = c.outcomes.size();
