@@ -167,7 +167,7 @@ EquivalenceResult welch_tost(std::span<const double> baseline, std::span<const d
   r.df = r.standard_error > 0 ? welch_df(var_b, r.n_baseline, var_c, r.n_candidate)
                               : static_cast<double>(r.n_baseline + r.n_candidate - 2);
   finish(r, options);
-  if (r.verdict == Verdict::inconclusive && r.standard_error > 0)
+  if (options.estimate_seeds_needed && r.verdict == Verdict::inconclusive && r.standard_error > 0)
     r.seeds_needed = smallest_n(std::max(r.n_baseline, r.n_candidate), target_for(r), [&](std::size_t n) {
       const double se = std::sqrt((var_b + var_c) / static_cast<double>(n));
       return student_t_quantile(1 - options.alpha, welch_df(var_b, n, var_c, n)) * se;
@@ -198,7 +198,7 @@ EquivalenceResult paired_tost(std::span<const double> baseline, std::span<const 
   r.standard_error = r.sd_difference / std::sqrt(static_cast<double>(n));
   r.df = static_cast<double>(n - 1);
   finish(r, options);
-  if (r.verdict == Verdict::inconclusive && r.standard_error > 0)
+  if (options.estimate_seeds_needed && r.verdict == Verdict::inconclusive && r.standard_error > 0)
     r.seeds_needed = smallest_n(n, target_for(r), [&](std::size_t m) {
       return student_t_quantile(1 - options.alpha, static_cast<double>(m - 1)) * r.sd_difference /
              std::sqrt(static_cast<double>(m));

@@ -59,8 +59,12 @@ const char* to_string(Verdict verdict);           // "equivalent", "not equivale
 const char* to_string(EquivalenceMethod method);  // "welch", "paired", "normal-stderr"
 
 struct EquivalenceOptions {
+  EquivalenceOptions() = default;
+  EquivalenceOptions(double margin_, double alpha_ = 0.05, bool estimate_seeds_needed_ = true)
+      : margin(margin_), alpha(alpha_), estimate_seeds_needed(estimate_seeds_needed_) {}
   double margin = 0;    // > 0, finite, in the values' unit
   double alpha = 0.05;  // in (0, 0.5)
+  bool estimate_seeds_needed = true;  // false skips the search (simulations call the tests millions of times)
 };
 
 struct EquivalenceResult {
