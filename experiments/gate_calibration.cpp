@@ -305,6 +305,11 @@ int main(int argc, char** argv) {
   std::size_t pool_size = 0, pool_diverged = 0;
   if (!pool_dir.empty()) {
     std::vector<double> pool;
+    std::error_code ec;
+    if (!fs::is_directory(pool_dir, ec)) {
+      std::cerr << "gate_calibration: error: --pool '" << pool_dir << "' is not a directory\n";
+      return 2;
+    }
     try {
       collect_pool(pool_dir, pool, pool_diverged);
     } catch (const std::exception& e) {
