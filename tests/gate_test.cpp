@@ -495,6 +495,24 @@ TEST_F(GateCli, NonFiniteLossInTheTailIsDivergence) {
   EXPECT_NE(o.out.find("non-finite at step 19"), std::string::npos) << o.out;
 }
 
+// An aborted run stops early: its short log is the divergence, not a truncated file.
+TEST_F(GateCli, AbortedRunWithAShortLogIsNotEquivalent) {
+  auto b = accuracies({1, 2}, {0.9, 0.91}, "fp32"), c = accuracies({1, 2}, {0.9, 0.91}, "o2");
+  c[0].aborted = true;
+  c[0].steps = 12;  // the log holds steps 0..11
+  c[0].config_overrides = {{"steps", 20}};
+  write_ensemble(root_ / "fp32", b);
+  write_ensemble(root_ / "o2", c);
+  const Outcome o = gate("--baseline fp32 --candidate o2 --metric loss --margin 0.05");
+  EXPECT_EQ(o.exit_code, 1) << o.out_err;
+  EXPECT_NE(o.out.find("o2/seed-1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("aborted is true"), std::string::npos) << o.out;
+  // The same short log without "aborted" is a truncated log: bad input.
+  c[0].aborted = false;
+  write_ensemble(root_ / "o2", c);
+  expect_bad_input("--baseline fp32 --candidate o2 --metric loss --margin 0.05", {"step 12 is missing"});
+}
+
 // ------------------------------------------------------------- bad input
 
 TEST_F(GateCli, BadInputExitsTwoWithAClearMessage) {

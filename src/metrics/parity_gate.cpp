@@ -144,8 +144,11 @@ void check_same_evaluation_size(const std::vector<const RunDirectory*>& runs, co
 }
 
 // Per step, the loss (nullopt: non-finite, null in the log), in step order
-// 0..steps-1; bad input unless every step appears exactly once.
-std::vector<std::optional<double>> loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps) {
+// 0..steps-1; bad input unless every step appears exactly once. A run that
+// declared itself diverged (`stopped_early`) stopped before the last step, so
+// its missing steps are left nullopt instead.
+std::vector<std::optional<double>> loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps,
+                                              bool stopped_early) {
   const std::vector<json>& records = *run.steps;
   std::vector<std::optional<double>> curve(static_cast<std::size_t>(steps));
   std::vector<bool> seen(static_cast<std::size_t>(steps), false);
@@ -170,7 +173,7 @@ std::vector<std::optional<double>> loss_curve(const RunDirectory& run, const std
     if (std::isfinite(x)) curve[index] = x;
   }
   for (std::size_t k = 0; k < seen.size(); ++k)
-    if (!seen[k])
+    if (!seen[k] && !stopped_early)
       bad(run,
           "step " + std::to_string(k) + " is missing (the log holds " + std::to_string(records.size()) + " of " +
               std::to_string(steps) + " steps: truncated, or a run that stopped early without saying so)",
@@ -346,7 +349,7 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
           if (*o.stderr_value < 0) bad(run, "evaluation.fid_stderr is negative");
         }
       } else {
-        side->curves.push_back(loss_curve(run, g.loss_key, steps));
+        side->curves.push_back(loss_curve(run, g.loss_key, steps, !o.divergence.empty()));
         const auto& curve = side->curves.back();
         double sum = 0;
         for (std::int64_t s = g.loss_tail_first_step; s < steps; ++s) {
