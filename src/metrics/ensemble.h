@@ -56,7 +56,8 @@ Ensemble read_ensemble(const std::filesystem::path& dir, bool with_steps);
 RunDirectory read_run_directory(const std::filesystem::path& dir, bool with_steps);
 
 // One JSON document (summary.json, ensemble.json) / a JSON Lines file, with
-// the diagnostics above. `what` says what the file is for in messages.
+// the diagnostics above (summary.json and ensemble.json must be objects; every
+// line of a JSON Lines file an object, blank lines skipped).
 nlohmann::json read_json_document(const std::filesystem::path& file);
 std::vector<nlohmann::json> read_json_lines_checked(const std::filesystem::path& file);
 
