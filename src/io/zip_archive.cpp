@@ -111,7 +111,7 @@ std::vector<ZipMember> zip_members(std::span<const std::byte> bytes, const std::
       e += 4 + len;
     }
     if (local > cd_offset || cd_offset - local < 30 || le(b + local, 4) != sig_local)
-      throw mfail(local, "local header missing or outside the archive's data");
+      throw mfail(at, "local header offset " + std::to_string(local) + " is outside the data area or holds no local header");
     const std::uint64_t lname = le(b + local + 26, 2), lextra = le(b + local + 28, 2);
     if (30 + lname + lextra > cd_offset - local) throw mfail(local, "local header runs past the data area");
     m.data_offset = local + 30 + lname + lextra;
