@@ -62,9 +62,9 @@ TEST(ScaledRounding, HandWorkedFp16) {
   EXPECT_EQ(t.subnormal, 2u);
   EXPECT_EQ(t.overflow, 1u);
   EXPECT_EQ(t.histogram.at(-29), 2u);
-  // log2(65504 / (1e30 * 2^-4)): both sides are a few correctly rounded log2s of
+  // log2(65504 / (fl32(1e30) * 2^-4)): both sides are a few correctly rounded log2s of
   // magnitude ~80, each within an ulp (1.4e-14) of the truth; 1e-12 is 70 ulps.
-  EXPECT_NEAR(t.headroom_log2(fp16), std::log2(65504.0) - std::log2(1e30 * 0x1p-4), 1e-12);
+  EXPECT_NEAR(t.headroom_log2(fp16), std::log2(65504.0) - std::log2(static_cast<double>(1e30f) * 0x1p-4), 1e-12);
   EXPECT_EQ(brute(std::vector<float>{65504.0f}, fp16, 0x1p-4).headroom_log2(fp16), 4.0);  // a power-of-two ratio: exact
 }
 
