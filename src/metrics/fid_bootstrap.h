@@ -6,10 +6,11 @@
 //
 // What it measures: the spread of FID that comes from which samples were
 // drawn, at these sample sizes. Not the bias: FID's expectation depends on N
-// (it falls as N grows, Chong & Forsyth 2020), and resampling with
-// replacement even adds duplicate rows, which shrink the covariances a
-// little, so the replicates are centred near, not on, the full-set FID.
-// Compare FIDs (and their intervals) only at equal N.
+// (it falls as N grows, Chong & Forsyth 2020), and a resample with
+// replacement holds only about 63% distinct rows, so its effective N is
+// smaller and the replicates sit above the full-set FID (visibly so for
+// small N). The interval says how much FID moves with the sample; it does
+// not correct the bias. Compare FIDs (and their intervals) only at equal N.
 //
 // Replicate r draws set A's rows from Philox stream 2r and B's from stream
 // 2r + 1 under `seed`, so the same seed gives bitwise the same replicates and
