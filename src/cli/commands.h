@@ -31,5 +31,6 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands);
 void add_train_command(CLI::App& root, std::vector<Command>& commands);
 void add_compare_runs_command(CLI::App& root, std::vector<Command>& commands);
 void add_gate_command(CLI::App& root, std::vector<Command>& commands);
+void add_fid_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli
