@@ -84,6 +84,11 @@ TEST(ScaledRounding, ProductIsRoundedToFloatFirstAsInPyTorch) {
   EXPECT_EQ(r.counters.subnormal, 1u);
   // The product can itself overflow float: 2^127 * 4 is inf in float.
   EXPECT_TRUE(analysis::scale_and_round(0x1p127f, 4.0f, formats::parse_format("bf16")).overflow);
+  // A double tensor goes through float on its way to fp16, as torch's .half() of a
+  // float64 tensor does: 2^-25 (1 + 2^-40) alone rounds to the subnormal 2^-24, but
+  // float32 first makes it 2^-25, which ties to 0.
+  EXPECT_TRUE(analysis::scale_and_round(0x1p-25 * (1 + 0x1p-40), 1.0, fp16).underflow_to_zero);
+  EXPECT_TRUE(analysis::scale_and_round(0x1p-24, 1.0, fp16).subnormal);
   EXPECT_THROW(analysis::check_scale(0.1), std::invalid_argument);  // not a float value
   EXPECT_THROW(analysis::check_scale(-1), std::invalid_argument);
   EXPECT_NO_THROW(analysis::check_scale(65536));
@@ -119,7 +124,7 @@ TEST(ThresholdCounter, CountsBelowEachThreshold) {
   const std::vector<float> x = {0.0f, -0.0f, 0x1p-149f, 1.0f, -1.0f, std::nextafter(1.0f, 2.0f), 2.0f, inf, nan};
   c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
   EXPECT_EQ(c.below(), (std::vector<std::uint64_t>{2, 3, 3, 5, 7, 8}));
-  EXPECT_EQ(c.max_below(0x7f800000), std::bit_cast<std::uint32_t>(2.0f));
+  EXPECT_EQ(c.max_finite(), std::bit_cast<std::uint32_t>(2.0f));
   EXPECT_THROW(analysis::ThresholdCounter<std::uint32_t>({5, 3}), std::invalid_argument);
   EXPECT_THROW(analysis::ThresholdCounter<std::uint32_t>({0}), std::invalid_argument);
 }

@@ -74,7 +74,7 @@ void fill(const ThresholdCounter<BitsOf<T>>& counter, const std::vector<BitsOf<T
   s.underflow_to_zero += below(t.nonzero) - below(1);
   s.subnormal += below(t.normal) - below(t.nonzero);
   s.overflow += below(inf) - below(t.overflow);
-  s.max_abs = std::max(s.max_abs, static_cast<double>(std::bit_cast<T>(counter.max_below(inf))));
+  s.max_abs = std::max(s.max_abs, static_cast<double>(std::bit_cast<T>(counter.max_finite())));
   emu::ExponentHistogram& h = s.histogram;
   h.zeros += below(1);
   h.nans += counter.count() - below(inf + 1);

@@ -12,13 +12,15 @@ namespace mpverify::analysis {
 
 namespace {
 
+// `v`: the float that is rounded to the format; `product`: x * S in the tensor's type.
 template <class T>
-ScaledOutcome classify(T x, T v, std::uint32_t bits, formats::Flags flags, const formats::Format& f) {
+ScaledOutcome classify(T x, float v, double product, std::uint32_t bits, formats::Flags flags,
+                       const formats::Format& f) {
   ScaledOutcome o;
-  o.product = static_cast<double>(v);
+  o.product = product;
   if (x == 0) { o.zero_in = true; return o; }
   if (!std::isfinite(x)) { o.nonfinite_in = true; return o; }
-  if (!std::isfinite(v)) {  // the product overflowed in the tensor's own type
+  if (!std::isfinite(v)) {  // the product overflowed in the tensor's type, or on its way to float
     o.overflow = true;
     return o;
   }
@@ -42,14 +44,15 @@ ScaledOutcome scale_and_round(float x, float scale, const formats::Format& f) {
   const float v = x * scale;
   formats::Flags flags;
   const std::uint32_t bits = formats::from_float(f, v, formats::RoundingContext{}, flags);
-  return classify(x, v, bits, flags, f);
+  return classify(x, v, static_cast<double>(v), bits, flags, f);
 }
 
 ScaledOutcome scale_and_round(double x, double scale, const formats::Format& f) {
-  const double v = x * scale;
+  const double product = x * scale;
+  const float v = static_cast<float>(product);  // PyTorch converts double to half/bfloat16 through float
   formats::Flags flags;
-  const std::uint32_t bits = formats::from_double(f, v, formats::RoundingContext{}, flags);
-  return classify(x, v, bits, flags, f);
+  const std::uint32_t bits = formats::from_float(f, v, formats::RoundingContext{}, flags);
+  return classify(x, v, product, bits, flags, f);
 }
 
 }  // namespace mpverify::analysis

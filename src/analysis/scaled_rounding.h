@@ -1,14 +1,17 @@
 // What one value becomes when a tensor is scaled by S and cast to a format,
 // the way PyTorch's tensor.mul(S).half() does it: the product is computed in
-// the tensor's own type (fl32(x * S) for every dtype that is a float32 value:
-// f16, bf16, fp8, f32; fl64(x * S) for f64), then rounded once, to nearest
-// even, into the format. This is the definition; the fast counting in
+// float32 for every dtype whose values are floats (f16, bf16, fp8, f32: as
+// tensor.float().mul(S)), then rounded once, to nearest even, into the format;
+// for f64 the product is computed in double and, as PyTorch's .half() and
+// .bfloat16() of a float64 tensor do, converted to float32 (nearest even)
+// before the rounding into the format (two roundings: a tests/python check
+// shows torch doing that). This is the definition; the fast counting in
 // scale_sweep.h is held against it.
 //
 // Categories of a value x, with v the product and r the rounded result:
 //  - zero_in: x is +-0;  nonfinite_in: x is NaN or +-inf (nothing else counted);
 //  - underflow_to_zero: x non-zero and finite, r is +-0 (also when v itself
-//    is 0, i.e. the product underflowed in the tensor's type);
+//    is 0, i.e. the product underflowed in float32);
 //  - subnormal: r is a non-zero subnormal of the format;
 //  - overflow: x finite and r is infinite or NaN, or the IEEE overflow flag is
 //    raised (a saturating format gives its largest value and raises it; fp8-e4m3
@@ -29,7 +32,7 @@ struct ScaledOutcome {
   bool underflow_to_zero = false;
   bool subnormal = false;
   bool overflow = false;
-  double product = 0;  // v (a float widened to double for float inputs)
+  double product = 0;  // x * S in the tensor's type (float products widened to double)
 };
 
 ScaledOutcome scale_and_round(float x, float scale, const formats::Format& f);

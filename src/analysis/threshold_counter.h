@@ -37,9 +37,8 @@ class ThresholdCounter {
   std::uint64_t count() const { return count_; }
   // #(|x| < thresholds[i]) for each i, in order.
   std::vector<std::uint64_t> below() const;
-  // Largest |x| bit pattern below `limit` seen (0 when none): the finite maximum
-  // when limit is the infinity pattern.
-  Bits max_below(Bits limit) const;
+  // The largest finite |x| bit pattern seen (0 when none).
+  Bits max_finite() const { return max_finite_; }
 
  private:
   std::vector<Bits> thresholds_;
@@ -47,7 +46,7 @@ class ThresholdCounter {
   std::vector<std::uint8_t> split_;   // per bin: a threshold lies strictly inside
   std::vector<std::uint64_t> hist_;   // unsplit elements per bin
   std::vector<std::uint64_t> bucket_; // split elements per bucket j: #thresholds <= |x| is j
-  std::vector<Bits> max_per_bin_;     // per bin: the largest pattern seen
+  Bits max_finite_ = 0;
   std::uint64_t count_ = 0;
 };
 

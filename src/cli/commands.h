@@ -32,5 +32,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands);
 void add_compare_runs_command(CLI::App& root, std::vector<Command>& commands);
 void add_gate_command(CLI::App& root, std::vector<Command>& commands);
 void add_fid_command(CLI::App& root, std::vector<Command>& commands);
+void add_analyze_command(CLI::App& root, std::vector<Command>& commands);
+void add_swamp_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli

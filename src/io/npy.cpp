@@ -142,13 +142,7 @@ std::uint32_t read_le(const std::byte* p, int n) {
   return v;
 }
 
-template <class T>
-std::vector<std::byte> image(std::span<const T> values, const std::vector<std::size_t>& shape, const char* descr) {
-  std::size_t count = 1;
-  for (const std::size_t d : shape) count *= d;
-  if (count != values.size())
-    throw std::invalid_argument("write_npy: the shape has " + std::to_string(count) + " elements, the values " +
-                                std::to_string(values.size()));
+std::vector<std::byte> header_bytes(const std::vector<std::size_t>& shape, const char* descr) {
   std::string h = "{'descr': '";
   h += descr;
   h += "', 'fortran_order': False, 'shape': (";
@@ -165,14 +159,27 @@ std::vector<std::byte> image(std::span<const T> values, const std::vector<std::s
   h.append(total - 10 - h.size() - 1, ' ');
   h += '\n';
   if (h.size() > 65535) throw std::invalid_argument("write_npy: header too long for version 1.0");
-  std::vector<std::byte> out(10 + h.size() + values.size() * sizeof(T));
+  std::vector<std::byte> out(10 + h.size());
   std::memcpy(out.data(), magic.data(), magic.size());
   out[6] = std::byte{1};
   out[7] = std::byte{0};
   out[8] = static_cast<std::byte>(h.size() & 0xff);
   out[9] = static_cast<std::byte>(h.size() >> 8);
   std::memcpy(out.data() + 10, h.data(), h.size());
-  if (!values.empty()) std::memcpy(out.data() + 10 + h.size(), values.data(), values.size() * sizeof(T));
+  return out;
+}
+
+template <class T>
+std::vector<std::byte> image(std::span<const T> values, const std::vector<std::size_t>& shape, const char* descr) {
+  std::size_t count = 1;
+  for (const std::size_t d : shape) count *= d;
+  if (count != values.size())
+    throw std::invalid_argument("write_npy: the shape has " + std::to_string(count) + " elements, the values " +
+                                std::to_string(values.size()));
+  std::vector<std::byte> out = header_bytes(shape, descr);
+  const std::size_t at = out.size();
+  out.resize(at + values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(out.data() + at, values.data(), values.size() * sizeof(T));
   return out;
 }
 
@@ -252,6 +259,8 @@ std::vector<std::byte> npy_image(std::span<const float> values, const std::vecto
 std::vector<std::byte> npy_image(std::span<const double> values, const std::vector<std::size_t>& shape) {
   return image(values, shape, "<f8");
 }
+
+std::vector<std::byte> npy_header_f32(const std::vector<std::size_t>& shape) { return header_bytes(shape, "<f4"); }
 
 void write_npy(const std::filesystem::path& file, std::span<const float> values, std::vector<std::size_t> shape) {
   write_bytes_atomically(file, npy_image(values, shape));

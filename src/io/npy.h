@@ -47,6 +47,10 @@ void write_npy(const std::filesystem::path& file, std::span<const double> values
 std::vector<std::byte> npy_image(std::span<const float> values, const std::vector<std::size_t>& shape);
 std::vector<std::byte> npy_image(std::span<const double> values, const std::vector<std::size_t>& shape);
 
+// Only the header of a '<f4' C-order .npy of `shape`: for writers that stream
+// the data after it (a file larger than memory).
+std::vector<std::byte> npy_header_f32(const std::vector<std::size_t>& shape);
+
 // Parses and checks an .npy image held in `bytes` (a whole .npy file, or one
 // member of an .npz archive): the returned entry's data is a sub-span of
 // `bytes`. Errors name `file`, `tensor` and the offset `base_offset` + the

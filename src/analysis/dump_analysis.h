@@ -1,0 +1,64 @@
+// `mpverify analyze` as a library call: every tensor of a file or a directory
+// of dumps (io/tensor_directory.h) through one ScaleSweep each, totals over
+// all tensors, and the files that could not be read (each failure names the
+// file, the tensor and the byte offset; the other files are still analysed).
+//
+// Tensors are streamed: float32 data is counted straight from the file's
+// mapping; other types are decoded 64 Ki elements at a time.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analysis/scale_stats.h"
+#include "analysis/scale_sweep.h"
+#include "io/tensor_entry.h"
+
+namespace mpverify::analysis {
+
+struct TensorReport {
+  std::string name;  // the tensor's name; "relative/file:name" when a directory was given
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  std::vector<ScaleStats> per_scale;  // in the plan's scale order
+};
+
+struct ReadFailure {
+  std::string file;
+  std::string tensor;  // "" when the file's header is bad
+  std::uint64_t offset = 0;
+  std::string reason;
+};
+
+struct DumpAnalysis {
+  std::vector<TensorReport> tensors;
+  std::vector<ScaleStats> total;  // per scale, over every tensor
+  std::vector<ReadFailure> failures;
+  std::vector<std::string> skipped;  // non-float tensors and non-.npy npz members
+  std::size_t files = 0;             // tensor files found
+};
+
+std::vector<ScaleStats> analyze_tensor(const io::TensorEntry& e, const SweepPlan& plan);
+
+// `progress(done, total)` is called after each file when given. Throws
+// io::FileError only when `path` itself does not exist.
+DumpAnalysis analyze_path(const std::filesystem::path& path, const SweepPlan& plan,
+                          const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+// What to do, from the per-scale totals: the largest power-of-two scale 2^k
+// (k in [-149, 127]) at which the largest |x| does not overflow (exact, by
+// scale_and_round on that value), and, of the scales analysed, the largest
+// without any overflow and its underflow.
+struct Recommendation {
+  bool has_values = false;       // some non-zero finite value exists
+  int largest_safe_log2 = 0;     // 2^k; meaningful when has_values
+  bool some_scale_safe = false;  // some analysed scale has no overflow
+  ScaleStats best;               // the largest analysed scale without overflow
+  std::string line;              // one line for people
+};
+Recommendation recommend(const std::vector<ScaleStats>& per_scale, const formats::Format& f);
+
+}  // namespace mpverify::analysis

@@ -1,0 +1,117 @@
+#include "analysis/swamp_analysis.h"
+
+#include <cmath>
+#include <map>
+
+#include "formats/format.h"
+#include "io/file_error.h"
+#include "io/tensor_directory.h"
+#include "io/tensor_file.h"
+
+namespace mpverify::analysis {
+
+namespace {
+
+void add_counts(record::LostUpdateCounts& into, const record::LostUpdateCounts& c) {
+  into.precision = c.precision;
+  into.elements += c.elements;
+  into.updates += c.updates;
+  into.lost += c.lost;
+  into.ratio_above += c.ratio_above;
+  if (into.updates != 0) {
+    into.lost_rate = static_cast<double>(into.lost) / static_cast<double>(into.updates);
+    into.ratio_above_rate = static_cast<double>(into.ratio_above) / static_cast<double>(into.updates);
+  }
+}
+
+// The values of a tensor as floats in C order (swamp pairs elements by position).
+std::vector<float> c_order_floats(const io::TensorEntry& e, const std::filesystem::path& file) {
+  if (e.dtype == io::Dtype::f64)
+    throw io::FileError(file, e.name, e.data_offset, "F64 tensor: swamp needs weights and updates as float32 values");
+  std::vector<float> v(e.count);
+  io::decode_floats(e.dtype, e.big_endian, e.data.data(), v);
+  if (e.fortran_order && e.shape.size() > 1) v = io::fortran_to_c_order(std::span<const float>(v), e.shape);
+  return v;
+}
+
+struct Side {
+  std::map<std::string, std::pair<std::filesystem::path, io::TensorEntry>> entries;
+  std::vector<io::TensorFile> files;  // keep the storage alive
+};
+
+Side read_side(const std::filesystem::path& path, std::vector<ReadFailure>& failures) {
+  Side side;
+  const bool directory = std::filesystem::is_directory(path);
+  for (const io::FoundFile& found : io::find_tensor_files(path)) {
+    try {
+      side.files.push_back(io::open_tensor_file(found.path));
+      for (const io::TensorEntry& e : side.files.back().tensors)
+        side.entries[directory ? found.relative + ":" + e.name : e.name] = {found.path, e};
+    } catch (const io::FileError& err) {
+      failures.push_back({found.relative, err.tensor(), err.offset(), err.reason()});
+    }
+  }
+  return side;
+}
+
+}  // namespace
+
+std::vector<float> sgd_updates(std::span<const float> grads, float lr) {
+  std::vector<float> u(grads.size());
+  for (std::size_t i = 0; i < grads.size(); ++i) u[i] = -lr * grads[i];
+  return u;
+}
+
+SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std::span<const float> u) {
+  SwampReport r;
+  r.name = name;
+  r.elements = w.size();
+  r.fp16 = record::lost_updates(w, u, formats::parse_format("fp16"));
+  r.bf16 = record::lost_updates(w, u, formats::parse_format("bf16"));
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const double wi = w[i], ui = u[i];
+    if (ui != 0 && std::isfinite(ui) && std::isfinite(wi)) r.ratio_histogram.add(std::fabs(wi) / std::fabs(ui));
+  }
+  return r;
+}
+
+SwampAnalysis swamp_paths(const std::filesystem::path& weights, const std::filesystem::path& updates,
+                          std::optional<float> lr) {
+  SwampAnalysis out;
+  out.total.name = "(total)";
+  const Side w = read_side(weights, out.failures);
+  const Side u = read_side(updates, out.failures);
+  for (const auto& [name, wf] : w.entries) {
+    const auto it = u.entries.find(name);
+    if (it == u.entries.end()) {
+      out.unmatched.push_back(name + " (no " + std::string(lr ? "gradient" : "update") + ")");
+      continue;
+    }
+    const io::TensorEntry& we = wf.second;
+    const io::TensorEntry& ue = it->second.second;
+    if (we.shape != ue.shape) {
+      out.unmatched.push_back(name + " (shapes differ)");
+      continue;
+    }
+    try {
+      const std::vector<float> wv = c_order_floats(we, wf.first);
+      std::vector<float> uv = c_order_floats(ue, it->second.first);
+      if (lr) uv = sgd_updates(uv, *lr);
+      SwampReport r = swamp_tensor(name, wv, uv);
+      out.total.elements += r.elements;
+      add_counts(out.total.fp16.without_master, r.fp16.without_master);
+      add_counts(out.total.fp16.with_master, r.fp16.with_master);
+      add_counts(out.total.bf16.without_master, r.bf16.without_master);
+      add_counts(out.total.bf16.with_master, r.bf16.with_master);
+      out.total.ratio_histogram += r.ratio_histogram;
+      out.tensors.push_back(std::move(r));
+    } catch (const io::FileError& err) {
+      out.failures.push_back({err.file().string(), err.tensor(), err.offset(), err.reason()});
+    }
+  }
+  for (const auto& [name, uf] : u.entries)
+    if (!w.entries.contains(name)) out.unmatched.push_back(name + " (no weight)");
+  return out;
+}
+
+}  // namespace mpverify::analysis

@@ -1,0 +1,54 @@
+// `mpverify swamp` as a library call: per tensor, how many of an optimizer
+// step's updates u vanish when added to the weights w (record/lost_updates.h
+// defines it: w + u rounded once, lost when the result equals w), in fp16 and
+// in bf16, with weights stored in that format (no master copy) and with an
+// fp32 master copy, plus the 2^p rule of thumb |w| / |u| > 2^p.
+//
+// The update is given (--updates, e.g. the fp32 difference of the weights
+// after and before a step) or computed from gradients for plain SGD as
+// u = fl32(-lr * g), the update PyTorch's SGD forms in fp32 (an optimizer that
+// fuses w - lr * g into one rounding can differ in the last bit of w + u).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analysis/dump_analysis.h"
+#include "emu/exponent_histogram.h"
+#include "record/lost_updates.h"
+
+namespace mpverify::analysis {
+
+struct SwampReport {
+  std::string name;
+  std::uint64_t elements = 0;
+  record::LostUpdateStats fp16;  // without_master: weights stored in fp16; with_master: fp32 master
+  record::LostUpdateStats bf16;
+  // Exponent histogram of |w| / |u| (in double) over the pairs counted as
+  // updates: 2^p there is where the rule of thumb says updates start to vanish.
+  emu::ExponentHistogram ratio_histogram;
+};
+
+SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std::span<const float> u);
+
+// u = fl32(-lr * g) for each g.
+std::vector<float> sgd_updates(std::span<const float> grads, float lr);
+
+struct SwampAnalysis {
+  std::vector<SwampReport> tensors;
+  SwampReport total;  // counts summed over the tensors, rates recomputed
+  std::vector<ReadFailure> failures;
+  std::vector<std::string> unmatched;  // tensors on one side only, or whose shapes differ
+};
+
+// Pairs the tensors of two files (by tensor name) or two directories (by
+// relative file path and tensor name). `lr`: the second path holds gradients.
+// Throws io::FileError only when a path does not exist.
+SwampAnalysis swamp_paths(const std::filesystem::path& weights, const std::filesystem::path& updates,
+                          std::optional<float> lr);
+
+}  // namespace mpverify::analysis

@@ -1,0 +1,28 @@
+// What `analyze` and `swamp` share: writing an output to stdout or atomically
+// to a file, the list of scales, and the failures' JSON and lines.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/dump_analysis.h"
+
+namespace mpverify::cli {
+
+// Writes `content` to `file` (atomically: FILE.tmp + rename), or to stdout when `file` is empty.
+void emit(const std::string& file, const std::string& content);
+
+// "1,8,64" -> {1, 8, 64}; also accepts 2^k terms ("1,2^8,2^16"). UsageError
+// naming the bad term otherwise, or when a scale is not a finite positive float value.
+std::vector<double> parse_scales(const std::string& text);
+
+nlohmann::json failures_json(const std::vector<analysis::ReadFailure>& failures);
+// "FILE: tensor 'T', byte offset N: reason" for stderr.
+std::string failure_line(const analysis::ReadFailure& f);
+
+// A CSV field, quoted when it holds a comma, quote or newline.
+std::string csv_field(const std::string& s);
+
+}  // namespace mpverify::cli
