@@ -1,0 +1,188 @@
+// The per-scale analysis: hand-worked fp16 cases, PyTorch's fp32 product
+// (double rounding) on a crafted value, and the one-pass sweep against the
+// brute-force definition on every threshold and its neighbours and on seeded
+// random tensors, for several formats and scales, float and double inputs.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "analysis/scale_stats.h"
+#include "analysis/scale_sweep.h"
+#include "analysis/scaled_rounding.h"
+#include "analysis/threshold_counter.h"
+#include "formats/format.h"
+#include "record/tensor_stats.h"
+
+namespace {
+
+using namespace mpverify;
+using analysis::ScaleStats;
+
+const float inf = std::numeric_limits<float>::infinity();
+const float nan = std::numeric_limits<float>::quiet_NaN();
+
+ScaleStats brute(std::span<const float> x, const formats::Format& f, double scale) {
+  ScaleStats s;
+  s.scale = scale;
+  analysis::add_brute_force(x, f, s);
+  return s;
+}
+
+ScaleStats brute(std::span<const double> x, const formats::Format& f, double scale) {
+  ScaleStats s;
+  s.scale = scale;
+  analysis::add_brute_force(x, f, s);
+  return s;
+}
+
+TEST(ScaledRounding, HandWorkedFp16) {
+  const formats::Format fp16 = formats::parse_format("fp16");
+  // fp16: smallest subnormal 2^-24; 2^-25 is the midpoint to 0 and ties to even (0);
+  // smallest normal 2^-14; largest 65504, and 65520 (midpoint to 2^16) rounds to inf.
+  const std::vector<float> x = {0.0f, -0.0f, 0x1p-25f, std::nextafter(0x1p-25f, 1.0f), 0x1p-15f, 0x1p-14f,
+                                65504.0f, std::nextafter(65520.0f, 0.0f), 65520.0f, -1e30f, inf, nan};
+  const ScaleStats s = brute(x, fp16, 1.0);
+  EXPECT_EQ(s.count, 12u);
+  EXPECT_EQ(s.zeros_in, 2u);
+  EXPECT_EQ(s.nan_or_inf_in, 2u);
+  EXPECT_EQ(s.underflow_to_zero, 1u);  // 2^-25
+  EXPECT_EQ(s.subnormal, 2u);          // nextafter(2^-25) -> 2^-24, 2^-15
+  EXPECT_EQ(s.overflow, 2u);           // 65520, -1e30
+  EXPECT_EQ(s.max_abs, 1e30f);
+  EXPECT_EQ(s.histogram.at(-25), 2u);  // 2^-25 and its successor
+  EXPECT_EQ(s.histogram.at(15), 3u);   // 65504, 65520-, 65520
+  // At scale 2^-4, 2^-15 -> 2^-19 (subnormal), 2^-14 -> 2^-18 (subnormal), 2^-25 -> 2^-29 (zero),
+  // 65520 -> 4095 (no overflow); -1e30 * 2^-4 still overflows.
+  const ScaleStats t = brute(x, fp16, 0x1p-4);
+  EXPECT_EQ(t.underflow_to_zero, 2u);
+  EXPECT_EQ(t.subnormal, 2u);
+  EXPECT_EQ(t.overflow, 1u);
+  EXPECT_EQ(t.histogram.at(-29), 2u);
+  // log2(65504 / (fl32(1e30) * 2^-4)): both sides are a few correctly rounded log2s of
+  // magnitude ~80, each within an ulp (1.4e-14) of the truth; 1e-12 is 70 ulps.
+  EXPECT_NEAR(t.headroom_log2(fp16), std::log2(65504.0) - std::log2(static_cast<double>(1e30f) * 0x1p-4), 1e-12);
+  EXPECT_EQ(brute(std::vector<float>{65504.0f}, fp16, 0x1p-4).headroom_log2(fp16), 4.0);  // a power-of-two ratio: exact
+}
+
+TEST(ScaledRounding, ProductIsRoundedToFloatFirstAsInPyTorch) {
+  const formats::Format fp16 = formats::parse_format("fp16");
+  // x = 2^-25 * fl32(1/3) = 0x1.555556p-27: x * 3 = 2^-25 (1 + 2^-25) exactly, which
+  // rounds to the subnormal 2^-24 in one rounding, but fl32(x * 3) = 2^-25 (a tie to
+  // even at 1 + 2^-25) and then fp16's tie at 2^-25 goes to 0.
+  const float x = 0x1.555556p-27f;
+  ASSERT_EQ(static_cast<double>(x) * 3.0, 0x1p-25 * (1 + 0x1p-25));
+  ASSERT_EQ(x * 3.0f, 0x1p-25f);
+  const analysis::ScaledOutcome o = analysis::scale_and_round(x, 3.0f, fp16);
+  EXPECT_TRUE(o.underflow_to_zero);
+  EXPECT_FALSE(o.subnormal);
+  // The exact-product recorder (record::tensor_stats) rounds once: a subnormal there.
+  const record::TensorStats r = record::tensor_stats(std::span<const float>(&x, 1), fp16, 3.0);
+  EXPECT_EQ(r.counters.subnormal, 1u);
+  // The product can itself overflow float: 2^127 * 4 is inf in float.
+  EXPECT_TRUE(analysis::scale_and_round(0x1p127f, 4.0f, formats::parse_format("bf16")).overflow);
+  EXPECT_THROW(analysis::check_scale(0.1), std::invalid_argument);  // not a float value
+  EXPECT_THROW(analysis::check_scale(-1), std::invalid_argument);
+  EXPECT_NO_THROW(analysis::check_scale(65536));
+}
+
+TEST(ScaledRounding, AgreesWithTheRecorderForPowerOfTwoScales) {
+  // Where x * S is exactly a float (power-of-two S, x normal), the fp32 product is
+  // the exact product and both definitions must count alike.
+  std::mt19937 rng(3);
+  std::vector<float> x;
+  for (int i = 0; i < 20000; ++i) {
+    const float m = std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, static_cast<int>(rng() % 80) - 50);
+    x.push_back(rng() % 2 ? m : -m);
+  }
+  for (const char* name : {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2"}) {
+    const formats::Format f = formats::parse_format(name);
+    for (const double scale : {1.0, 256.0, 65536.0}) {
+      const ScaleStats s = brute(x, f, scale);
+      const record::TensorStats r = record::tensor_stats(x, f, scale);
+      EXPECT_EQ(s.underflow_to_zero, r.counters.underflow_to_zero) << name << " " << scale;
+      EXPECT_EQ(s.subnormal, r.counters.subnormal) << name << " " << scale;
+      EXPECT_EQ(s.overflow, r.counters.overflow) << name << " " << scale;
+      EXPECT_EQ(s.histogram, r.histogram) << name << " " << scale;
+    }
+  }
+}
+
+TEST(ThresholdCounter, CountsBelowEachThreshold) {
+  const std::vector<std::uint32_t> t = {1, 0x00100000, 0x3f800000, 0x3f800001, 0x7f800000, 0x7f800001};
+  analysis::ThresholdCounter<std::uint32_t> c(t);
+  // 0, -0, 2^-149, 1.0, -1.0, nextafter(1), 2, inf, nan: below 1: 2 zeros; below
+  // 0x00100000 (a subnormal): + 2^-149; below 1.0: 3; below 1.0+: 5; below inf: 7; below nan: 8.
+  const std::vector<float> x = {0.0f, -0.0f, 0x1p-149f, 1.0f, -1.0f, std::nextafter(1.0f, 2.0f), 2.0f, inf, nan};
+  c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
+  EXPECT_EQ(c.below(), (std::vector<std::uint64_t>{2, 3, 3, 5, 7, 8}));
+  EXPECT_EQ(c.max_below(0x7f800000), std::bit_cast<std::uint32_t>(2.0f));
+  EXPECT_THROW(analysis::ThresholdCounter<std::uint32_t>({5, 3}), std::invalid_argument);
+  EXPECT_THROW(analysis::ThresholdCounter<std::uint32_t>({0}), std::invalid_argument);
+}
+
+// Every threshold of every scale, its neighbours, and special values.
+template <class T, class Bits>
+void add_boundaries(const analysis::ScaleThresholds<Bits>& t, std::vector<T>& x) {
+  std::vector<Bits> ts = {t.nonzero, t.normal, t.overflow};
+  ts.insert(ts.end(), t.edge.begin(), t.edge.end());
+  for (const Bits b : ts)
+    for (const Bits d : {Bits{0}, Bits{1}, Bits{2}}) {
+      for (const Bits v : {static_cast<Bits>(b - d), static_cast<Bits>(b + d)}) {
+        const T val = std::bit_cast<T>(v);
+        if (!std::isnan(val)) {
+          x.push_back(val);
+          x.push_back(-val);
+        }
+      }
+    }
+}
+
+TEST(ScaleSweep, EqualsBruteForceOnBoundariesAndRandomValues) {
+  const std::vector<double> scales = {1.0, 8.0, 1024.0, 65536.0, 0x1p-20, 3.0, 0.75, 0x1p100};
+  std::mt19937_64 rng(20261122);
+  int compared = 0;
+  for (const char* name : {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "e5m7", "fp8-e4m3:saturate", "fp16:ftz"}) {
+    const formats::Format f = formats::parse_format(name);
+    const analysis::SweepPlan plan(f, scales);
+    std::vector<float> xf = {0.0f, -0.0f, inf, -inf, nan, 0x1p-149f, std::numeric_limits<float>::max(), 1.0f};
+    std::vector<double> xd = {0.0, -0.0, 1e-320, 1e300, std::numeric_limits<double>::infinity(), 1.0};
+    for (const double s : scales) {
+      add_boundaries(analysis::float_thresholds(f, static_cast<float>(s)), xf);
+      add_boundaries(analysis::double_thresholds(f, s), xd);
+    }
+    for (int i = 0; i < 20000; ++i) {
+      xf.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));  // every exponent, NaNs included
+      const double m = std::ldexp(1.0 + static_cast<double>(rng() % 4096) / 4096.0, static_cast<int>(rng() % 120) - 80);
+      xf.push_back(static_cast<float>(rng() % 2 ? m : -m));                    // the range gradients live in
+      xd.push_back(rng() % 2 ? m : -m);
+    }
+    analysis::ScaleSweep sweep(plan);
+    sweep.add(std::span<const float>(xf).first(xf.size() / 2));  // in two chunks, as files stream
+    sweep.add(std::span<const float>(xf).subspan(xf.size() / 2));
+    const std::vector<ScaleStats> fast = sweep.results();
+    analysis::ScaleSweep dsweep(plan);
+    dsweep.add(xd);
+    const std::vector<ScaleStats> dfast = dsweep.results();
+    ASSERT_EQ(fast.size(), scales.size());
+    for (std::size_t i = 0; i < scales.size(); ++i) {
+      EXPECT_EQ(fast[i], brute(xf, f, scales[i])) << name << " scale " << scales[i];
+      EXPECT_EQ(dfast[i], brute(xd, f, scales[i])) << name << " scale " << scales[i] << " (double)";
+      compared += 2;
+    }
+    // Some of every category occur, so the comparison means something.
+    const ScaleStats& one = fast[0];
+    EXPECT_GT(one.underflow_to_zero, 0u) << name;
+    EXPECT_GT(one.overflow, 0u) << name;
+    EXPECT_GT(one.nan_or_inf_in, 0u) << name;
+    if (f.subnormals) {
+      EXPECT_GT(one.subnormal, 0u) << name;
+    }
+  }
+  EXPECT_EQ(compared, 7 * 8 * 2);
+}
+
+}  // namespace
