@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "data/random.h"
+#include "io/npy.h"
 #include "nn/batch_norm_layer.h"
 #include "nn/emu_backend.h"
 #include "nn/models.h"
@@ -235,6 +239,74 @@ TEST(Evaluate, ADivergedRunHasNoAccuracy) {
   c.model = "dcgan";
   training::Trainer gan(c);
   EXPECT_THROW(gan.evaluate(), std::logic_error);
+}
+
+// --- Trainer::generate (the DCGAN's samples for FID) ----------------------------------------
+
+training::TrainConfig small_dcgan() {
+  training::TrainConfig c;
+  c.model = "dcgan";
+  c.train_size = 64;
+  c.batch_size = 16;
+  c.seed = 4;
+  c.optimizer = training::OptimizerKind::adam;
+  c.adam.lr = 2e-4;
+  c.recorders = false;
+  c.histograms = false;
+  return c;
+}
+
+TEST(Generate, SamplesAreSeededFromTheEvaluationModeGeneratorInTheDataRange) {
+  training::Trainer t(small_dcgan());
+  for (int step = 0; step < 3; ++step) t.step();
+  const std::vector<float> a = t.generate(10, 5), b = t.generate(10, 5), c = t.generate(10, 6);
+  ASSERT_EQ(a.size(), 10u * 28 * 28);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  for (float v : a) ASSERT_TRUE(v >= 0.0f && v <= 1.0f) << v;
+  // The same images by hand: latent codes from the documented stream, the
+  // generator in evaluation mode on the FP32 reference, (g + 1) / 2.
+  // In training mode (batch statistics of these 10 codes) they differ.
+  nn::RefBackend backend;
+  nn::Precision precision;
+  nn::Context ctx(backend, precision);
+  data::Draws draws(5, training::Trainer::kSampleStream);
+  Tensor z(10, nn::kDcganLatent);
+  for (float& v : z.values) v = static_cast<float>(draws.noise());
+  nn::Sequential& g = t.dcgan().generator;
+  g.cast_weights(precision);
+  auto mapped = [](const Tensor& out) {
+    std::vector<float> m;
+    for (float v : out.values) m.push_back((v + 1.0f) / 2.0f);
+    return m;
+  };
+  g.set_training(false);
+  EXPECT_EQ(mapped(g.forward(ctx, z)), a);
+  g.set_training(true);  // (this forward updates the running statistics: the trainer is not used again)
+  EXPECT_NE(mapped(g.forward(ctx, z)), a) << "evaluation mode must differ from batch statistics";
+}
+
+TEST(Generate, SamplesNpyHoldsTheGeneratedImagesAndGeneratingDoesNotChangeTheRun) {
+  training::TrainConfig c = small_dcgan();
+  c.steps = 3;
+  c.samples = 7;
+  c.samples_seed = 9;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mpverify-generate-samples";
+  std::filesystem::remove_all(dir);
+  training::run_training(c, dir);
+  const io::DoubleArray file = io::read_npy_f64(dir / "samples.npy");
+  EXPECT_EQ(file.shape, (std::vector<std::size_t>{7, 1, 28, 28}));
+  training::Trainer a(c), b(c);
+  for (int step = 0; step < 3; ++step) {
+    if (step == 1) a.generate(5, 1);  // must not alter the run
+    ASSERT_EQ(a.step().dump(), b.step().dump()) << step;
+  }
+  const std::vector<float> images = a.generate(7, 9);
+  ASSERT_EQ(file.values.size(), images.size());
+  for (std::size_t i = 0; i < images.size(); ++i) ASSERT_EQ(file.values[i], static_cast<double>(images[i])) << i;
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+  EXPECT_EQ(summary["samples"]["n"].get<int>(), 7);
+  EXPECT_EQ(summary["samples"]["seed"].get<int>(), 9);
 }
 
 }  // namespace

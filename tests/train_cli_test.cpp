@@ -68,7 +68,8 @@ TEST(TrainCli, BadInputExitsWith2AndWritesNothing) {
   const fs::path dir = fresh_dir("bad");
   for (const std::string& args : {std::string("--recipe o7"), std::string("--recipe o2 --backend ref"),
                                   std::string("--scaler sometimes"), std::string("--model resnet"),
-                                  std::string("--inject-inf x:fc1.w"), std::string("--backend tpu")}) {
+                                  std::string("--inject-inf x:fc1.w"), std::string("--backend tpu"),
+                                  std::string("--samples 5")}) {
     const auto r = run_command(train(args + " --out " + dir.string()), "", true);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("error"), std::string::npos) << args;

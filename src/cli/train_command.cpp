@@ -91,6 +91,11 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       ->capture_default_str();
   app->add_option("--test-size", c.test_size, "Held-out examples evaluated (synthetic: drawn; real: at most)")
       ->capture_default_str();
+  app->add_option("--samples", c.samples,
+                  "dcgan: write this many generated images (n x 1 x S x S, float32 in [0, 1]) to samples.npy after "
+                  "the last step")
+      ->capture_default_str();
+  app->add_option("--samples-seed", c.samples_seed, "Seed of the samples' latent codes (default: --seed)");
   app->add_option("--eval-every", c.eval_every,
                   "Also evaluate on the test split every N steps, into steps.jsonl (0: only at the end)")
       ->capture_default_str();

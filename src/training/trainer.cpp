@@ -13,6 +13,7 @@
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
 #include "emu/quantize.h"
+#include "io/npy.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
 #include "training/unscale.h"
@@ -44,6 +45,20 @@ double relative_error(std::span<const float> reference, std::span<const float> s
     ref += static_cast<double>(reference[i]) * reference[i];
   }
   return ref > 0 ? std::sqrt(diff / ref) : std::nan("");
+}
+
+// The recipe's formats for evaluation and sampling; fp8 operands scaled from
+// their own amax (current scaling), so that the training's delayed-scaling
+// histories stay untouched.
+nn::Precision evaluation_precision(const Recipe& recipe) {
+  nn::Precision precision = recipe.precision;
+  if (recipe.operand_scaling != OperandScaling::none) {
+    const float fp8_max = static_cast<float>(precision.matmul_forward.max_finite());
+    precision.operand_scale = [fp8_max](std::string_view, float amax) -> float {
+      return current_scale(amax, CurrentConfig{fp8_max});
+    };
+  }
+  return precision;
 }
 
 std::size_t argmax_row(std::span<const float> row) {
@@ -99,6 +114,8 @@ Trainer::Trainer(TrainConfig config)
     bad_config("--data " + config_.data + ": the data sets are synthetic, mnist and sklearn-digits");
   if (config_.model != "mlp" && config_.model != "cnn" && config_.model != "dcgan")
     bad_config("--model " + config_.model + ": the models are mlp, cnn and dcgan");
+  if (config_.samples > 0 && config_.model != "dcgan")
+    bad_config("--samples: only the dcgan run generates images (the classifiers are evaluated on the test split)");
   if (config_.batch_size < 2) bad_config("--batch-size must be at least 2 (batch norm needs two examples)");
   if (config_.steps == 0) bad_config("--steps must be at least 1");
 
@@ -193,6 +210,11 @@ nn::Sequential& Trainer::classifier() {
   return *impl_->model;
 }
 
+nn::Dcgan& Trainer::dcgan() {
+  if (!impl_->gan) throw std::logic_error("Trainer::dcgan: a classifier run has no DCGAN");
+  return *impl_->gan;
+}
+
 const data::Split& Trainer::data() const { return impl_->data; }
 
 nlohmann::json Evaluation::to_json() const {
@@ -229,15 +251,7 @@ Evaluation Trainer::evaluate() {
     e.test_loss = std::nan("");
     return e;
   }
-  // The recipe's formats; fp8 operands scaled from their own amax (current
-  // scaling), so that the training's delayed-scaling histories stay untouched.
-  nn::Precision precision = recipe_.precision;
-  if (recipe_.operand_scaling != OperandScaling::none) {
-    const float fp8_max = static_cast<float>(precision.matmul_forward.max_finite());
-    precision.operand_scale = [fp8_max](std::string_view, float amax) -> float {
-      return current_scale(amax, CurrentConfig{fp8_max});
-    };
-  }
+  const nn::Precision precision = evaluation_precision(recipe_);
   nn::Context ctx(*m.backend, precision);  // no observer, no counters
   ctx.set_pass(nn::Pass::forward);
   model.cast_weights(precision);
@@ -266,6 +280,29 @@ Evaluation Trainer::evaluate() {
   model.set_training(true);
   e.test_loss = loss_sum / static_cast<double>(test.size());
   return e;
+}
+
+std::vector<float> Trainer::generate(std::size_t n, std::uint64_t seed) {
+  Impl& m = *impl_;
+  if (!m.gan) throw std::logic_error("Trainer::generate: only the dcgan run has a generator");
+  nn::Sequential& g = m.gan->generator;
+  const nn::Precision precision = evaluation_precision(recipe_);
+  nn::Context ctx(*m.backend, precision);
+  ctx.set_pass(nn::Pass::forward);
+  g.cast_weights(precision);
+  g.set_training(false);
+  const auto latent = static_cast<std::size_t>(m.gan->latent);
+  data::Draws draws(seed, kSampleStream);
+  std::vector<float> images;
+  for (std::size_t first = 0; first < n; first += kEvaluationChunk) {
+    const std::size_t count = std::min(kEvaluationChunk, n - first);
+    nn::Tensor z(static_cast<int>(count), static_cast<int>(latent));
+    for (float& v : z.values) v = static_cast<float>(draws.noise());
+    const nn::Tensor out = g.forward(ctx, z);
+    for (float v : out.values) images.push_back((v + 1.0f) / 2.0f);
+  }
+  g.set_training(true);
+  return images;
 }
 
 std::vector<nn::Parameter*> Trainer::parameters() {
@@ -586,6 +623,14 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
   steps.flush();
   nlohmann::json summary = trainer.summary();
   if (classifier) summary["evaluation"] = trainer.evaluate().to_json();
+  if (!classifier && config.samples > 0) {
+    const std::uint64_t seed = config.samples_seed.value_or(config.seed);
+    const std::vector<float> images = trainer.generate(config.samples, seed);
+    const auto side = static_cast<std::size_t>(trainer.data().train.height);
+    io::write_npy(out / "samples.npy", images, {config.samples, 1, side, side});
+    summary["samples"] = {{"file", "samples.npy"}, {"n", config.samples}, {"seed", seed},
+                          {"shape", {config.samples, 1, side, side}}, {"range", {0, 1}}};
+  }
   steps.write_summary(summary);
 }
 

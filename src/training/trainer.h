@@ -40,6 +40,7 @@
 #include "data/batches.h"
 #include "data/dataset.h"
 #include "nn/backend.h"
+#include "nn/models.h"
 #include "nn/sequential.h"
 #include "refs/optimizer_ref.h"
 #include "training/loss_scaler.h"
@@ -72,6 +73,10 @@ struct TrainConfig {
   // Classifiers: also evaluate on the test split every N steps (0: only
   // after the last step), into that step's line of steps.jsonl.
   std::size_t eval_every = 0;
+  // dcgan: after the last step, write this many generated images to
+  // samples.npy (Trainer::generate with samples_seed, default the run's seed).
+  std::size_t samples = 0;
+  std::optional<std::uint64_t> samples_seed;
   std::string recipe = "fp32";
   std::string scaler = "none";   // a found_inf-driven strategy (training/loss_scaler.h)
   ScalerOptions scaler_options;
@@ -137,9 +142,22 @@ class Trainer {
   Evaluation evaluate();
   static constexpr std::size_t kEvaluationChunk = 256;
 
+  // dcgan: n images from the generator at its current master weights, in
+  // evaluation mode (batch norm with its running statistics), with the run's
+  // backend and recipe as evaluate() uses them, in chunks of kEvaluationChunk.
+  // The latent codes are the bell-shaped noise of data::Draws (seed, stream
+  // kSampleStream), n x latent values in order, so the same (weights, n,
+  // seed) give bitwise the same images, and the first k images' latent codes
+  // do not depend on n. Images are mapped from the generator's [-1, 1] to the data's [0, 1]
+  // ((g + 1) / 2, in float), n x 1 x S x S, C order. Changes nothing the
+  // training reads. Throws std::logic_error for a classifier.
+  std::vector<float> generate(std::size_t n, std::uint64_t seed);
+  static constexpr std::uint64_t kSampleStream = std::uint64_t{0x5A3} << 48;
+
   // The trained model(s) and the data, for tests.
   std::vector<nn::Parameter*> parameters();
   nn::Sequential& classifier();  // std::logic_error for dcgan
+  nn::Dcgan& dcgan();            // std::logic_error for a classifier
   const data::Split& data() const;
   const TrainConfig& config() const { return config_; }
   const Recipe& recipe() const { return recipe_; }
