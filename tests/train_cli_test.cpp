@@ -196,4 +196,23 @@ TEST(TrainCli, SeedsWriteAnEnsembleDirectory) {
   }
 }
 
+TEST(FeatureExtractorCli, WritesALoadableExtractorAndRefusesToOverwrite) {
+  const fs::path dir = fresh_dir("fx");
+  fs::create_directories(dir);
+  const std::string file = (dir / "fx.safetensors").string();
+  const std::string cmd = std::string(MPVERIFY_BIN) + " feature-extractor --steps 3 --quiet --json --out " + file;
+  auto r = run_command(cmd, "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["metadata"]["format"], "mpverify-mnist-cnn-features/1");
+  EXPECT_EQ(j["metadata"]["steps"], "3");
+  EXPECT_TRUE(fs::exists(file));
+  r = run_command(cmd, "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  r = run_command(std::string(MPVERIFY_BIN) + " feature-extractor --steps 0 --out " + (dir / "zero").string(), "", true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "zero"));
+}
+
 }  // namespace

@@ -30,5 +30,6 @@ void add_ops_command(CLI::App& root, std::vector<Command>& commands);
 void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands);
 void add_train_command(CLI::App& root, std::vector<Command>& commands);
 void add_compare_runs_command(CLI::App& root, std::vector<Command>& commands);
+void add_feature_extractor_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli

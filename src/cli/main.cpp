@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_replay_scalers_command(root, commands);
   add_train_command(root, commands);
   add_compare_runs_command(root, commands);
+  add_feature_extractor_command(root, commands);
 
   // CLI11 reports an unknown command as "a subcommand is required"; name it.
   if (argc > 1 && argv[1][0] != '-') {

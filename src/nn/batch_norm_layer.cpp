@@ -28,6 +28,19 @@ BatchNorm2d::BatchNorm2d(std::string name, int channels, refs::BatchNormParams p
   invstd_.assign(c, 0.0f);
 }
 
+void BatchNorm2d::set_running_statistics(std::vector<float> mean, std::vector<float> var) {
+  if (mean.size() != static_cast<std::size_t>(channels_) || var.size() != static_cast<std::size_t>(channels_)) {
+    std::string message = "BatchNorm2d ";
+    message += name();
+    message += ": running statistics need ";
+    message += std::to_string(channels_);
+    message += " values each";
+    throw std::invalid_argument(message);
+  }
+  running_mean_ = std::move(mean);
+  running_var_ = std::move(var);
+}
+
 Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
   if (x.c != channels_) {
     std::string message = "BatchNorm2d ";

@@ -39,6 +39,9 @@ class BatchNorm2d final : public Layer {
   int channels() const { return channels_; }
   const std::vector<float>& running_mean() const { return running_mean_; }
   const std::vector<float>& running_var() const { return running_var_; }
+  // Replaces the running statistics (a saved model being loaded); throws
+  // std::invalid_argument unless both hold channels() values.
+  void set_running_statistics(std::vector<float> mean, std::vector<float> var);
   // The batch statistics the last forward saved for backward (statistics format).
   const std::vector<float>& saved_mean() const { return mean_; }
   const std::vector<float>& saved_invstd() const { return invstd_; }
