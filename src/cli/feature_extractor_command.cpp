@@ -26,7 +26,7 @@ void add_feature_extractor_command(CLI::App& root, std::vector<Command>& command
   auto o = std::make_shared<Options>();
   auto* app = root.add_subcommand(
       "feature-extractor",
-      "Train the feature extractor of FID and KID: the CNN (mlp/cnn models of `train`) on the 8000 MNIST training\n"
+      "Train the feature extractor of FID and KID: the `cnn` model of `train` on the 8000 MNIST training\n"
       "images, fp32 on the ref backend, deterministic for --seed, saved as safetensors (float32 weights and batch-norm\n"
       "running statistics; the features are the 784 activations before the last layer, in evaluation mode).\n"
       "Example: mpverify feature-extractor --out fid-cnn.safetensors   (the default 2000 steps: about a minute on one core)");
