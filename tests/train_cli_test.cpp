@@ -68,7 +68,8 @@ TEST(TrainCli, BadInputExitsWith2AndWritesNothing) {
   const fs::path dir = fresh_dir("bad");
   for (const std::string& args : {std::string("--recipe o7"), std::string("--recipe o2 --backend ref"),
                                   std::string("--scaler sometimes"), std::string("--model resnet"),
-                                  std::string("--inject-inf x:fc1.w"), std::string("--backend tpu")}) {
+                                  std::string("--inject-inf x:fc1.w"), std::string("--backend tpu"),
+                                  std::string("--samples 5")}) {
     const auto r = run_command(train(args + " --out " + dir.string()), "", true);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("error"), std::string::npos) << args;
@@ -93,6 +94,125 @@ TEST(TrainCli, CompareRunsReadsTwoRunDirectories) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_NE(j.dump().find("recipe"), std::string::npos);  // the differing configuration is named
+}
+
+// --- data sets, evaluation and ensembles (issue 5) ---------------------------------------
+
+std::string train_on(const std::string& args) {
+  return std::string(MPVERIFY_BIN) + " train --batch-size 16 --quiet " + args;
+}
+
+nlohmann::json summary_of(const fs::path& dir) { return nlohmann::json::parse(std::ifstream(dir / "summary.json")); }
+
+TEST(TrainCli, RealDataSetsTrainAndAreEvaluatedOnTheirTestSplit) {
+  const fs::path cnn = fresh_dir("sklearn-cnn");
+  auto r = run_command(train_on("--model cnn --data sklearn-digits --steps 10 --eval-every 5 --out " + cnn.string()), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto summary = summary_of(cnn);
+  EXPECT_EQ(summary["config"]["data"], "sklearn-digits");
+  EXPECT_EQ(summary["config"]["train_size"].get<int>(), 1437);
+  const auto& e = summary["evaluation"];
+  EXPECT_EQ(e["test_size"].get<int>(), 360);
+  ASSERT_TRUE(e["test_accuracy"].is_number());
+  EXPECT_DOUBLE_EQ(e["test_accuracy"].get<double>(), e["correct"].get<double>() / 360.0);
+  EXPECT_TRUE(e["test_loss"].is_number());
+  EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << r.out;
+  const auto steps = mpverify::record::read_steps(cnn);
+  ASSERT_EQ(steps.size(), 10u);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    EXPECT_EQ(steps[i].contains("evaluation"), i == 4 || i == 9) << i;
+  EXPECT_EQ(steps[9]["evaluation"], e);  // the last step's evaluation is the summary's
+
+  // The MLP on MNIST (28 x 28), a cap on the sizes; the DCGAN at 28 x 28 and at 8 x 8 (no accuracy).
+  const fs::path mlp = fresh_dir("mnist-mlp");
+  r = run_command(train_on("--model mlp --data mnist --steps 3 --train-size 256 --test-size 100 --out " + mlp.string()), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(summary_of(mlp)["evaluation"]["test_size"].get<int>(), 100);
+  EXPECT_EQ(summary_of(mlp)["config"]["train_size"].get<int>(), 256);
+  for (const char* data : {"mnist", "sklearn-digits"}) {
+    const fs::path gan = fresh_dir(std::string("gan-") + data);
+    r = run_command(train_on(std::string("--model dcgan --data ") + data + " --steps 2 --train-size 64 --out " +
+                             gan.string()),
+                    "");
+    ASSERT_EQ(r.exit_code, 0) << data << ": " << r.out;
+    EXPECT_FALSE(summary_of(gan).contains("evaluation")) << data;  // FID comes from the lead's metrics
+  }
+}
+
+TEST(TrainCli, AMissingDataSetExitsWith2NamingThePathAndTheInstallCommand) {
+  const fs::path dir = fresh_dir("missing");
+  auto r = run_command(train_on("--data mnist --data-dir /nonexistent/digits --out " + dir.string()), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("/nonexistent/digits/0.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("npm install --no-save --prefix"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir));
+  r = run_command(train_on("--data sklearn-digits --data-dir /nonexistent/x.csv.gz --out " + dir.string()), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("apt-get install -y python3-sklearn"), std::string::npos) << r.out;
+  r = run_command(train_on("--data imagenet --out " + dir.string()), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("synthetic, mnist and sklearn-digits"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(TrainCli, SeedsWriteAnEnsembleDirectory) {
+  const fs::path dir = fresh_dir("ensemble"), single = fresh_dir("ensemble-single");
+  const std::string args = "--model mlp --train-size 256 --test-size 64 --steps 4 --recipe o2 --scaler torch --backend emu ";
+  auto r = run_command(train_on(args + "--seeds 2-3,7 --out " + dir.string()), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto ensemble = nlohmann::json::parse(std::ifstream(dir / "ensemble.json"));
+  EXPECT_EQ(ensemble["seeds"], nlohmann::json({2, 3, 7}));
+  EXPECT_FALSE(ensemble["config"].contains("seed"));
+  EXPECT_EQ(ensemble["config"]["recipe"], "o2");
+  for (int seed : {2, 3, 7}) {
+    const fs::path run = dir / ("seed-" + std::to_string(seed));
+    ASSERT_TRUE(fs::exists(run / "steps.jsonl")) << seed;
+    const auto summary = summary_of(run);
+    EXPECT_EQ(summary["config"]["seed"].get<int>(), seed);
+    EXPECT_TRUE(summary["evaluation"]["test_accuracy"].is_number()) << seed;
+    auto config = summary["config"];
+    config.erase("seed");
+    EXPECT_EQ(config, ensemble["config"]) << seed;
+  }
+  // A member is exactly the run `train --seed 3` writes.
+  ASSERT_EQ(run_command(train_on(args + "--seed 3 --out " + single.string()), "").exit_code, 0);
+  std::ifstream a(dir / "seed-3" / "steps.jsonl"), b(single / "steps.jsonl");
+  const std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_FALSE(sa.empty());
+  EXPECT_EQ(sa, sb);
+  // Not replaced without --force.
+  r = run_command(train_on(args + "--seeds 2-3,7 --out " + dir.string()), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  // Bad input: exit 2, a message naming the problem, nothing written.
+  const fs::path bad = fresh_dir("ensemble-bad");
+  for (const auto& [seeds, fragment] : {std::pair<std::string, std::string>{"1,1", "repeated"}, {"3-1", "goes down"},
+                                        {"1,x", "'x' is not a whole number"}, {"", "not a whole number"},
+                                        {"1-2 --seed 4", "excludes"}, {"1-2 --data imagenet", "imagenet"}}) {
+    r = run_command(train_on(args + "--seeds " + (seeds.empty() ? "''" : seeds) + " --out " + bad.string()), "", true);
+    EXPECT_EQ(r.exit_code, 2) << seeds << ": " << r.out;
+    EXPECT_NE(r.out.find(fragment), std::string::npos) << seeds << ": " << r.out;
+    EXPECT_FALSE(fs::exists(bad)) << seeds;
+  }
+}
+
+TEST(FeatureExtractorCli, WritesALoadableExtractorAndRefusesToOverwrite) {
+  const fs::path dir = fresh_dir("fx");
+  fs::create_directories(dir);
+  const std::string file = (dir / "fx.safetensors").string();
+  const std::string cmd = std::string(MPVERIFY_BIN) + " feature-extractor --steps 3 --quiet --json --out " + file;
+  auto r = run_command(cmd, "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["metadata"]["format"], "mpverify-mnist-cnn-features/1");
+  EXPECT_EQ(j["metadata"]["steps"], "3");
+  EXPECT_TRUE(fs::exists(file));
+  r = run_command(cmd, "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  r = run_command(std::string(MPVERIFY_BIN) + " feature-extractor --steps 0 --out " + (dir / "zero").string(), "", true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "zero"));
 }
 
 }  // namespace

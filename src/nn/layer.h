@@ -36,11 +36,19 @@ class Layer {
   virtual Tensor backward(Context& ctx, const Tensor& dy, bool need_dx) = 0;
   virtual std::vector<Parameter*> parameters() { return {}; }
 
+  // Training mode (the default) or evaluation mode, as PyTorch's
+  // module.train() / module.eval(): only batch norm behaves differently (it
+  // normalises with its running statistics and updates nothing). A container
+  // passes the mode on to its layers.
+  virtual void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
  protected:
   explicit Layer(std::string name) : name_(std::move(name)) {}
 
  private:
   std::string name_;
+  bool training_ = true;
 };
 
 // value <- master rounded to the weight format (norm parameters: to

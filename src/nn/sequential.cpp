@@ -36,6 +36,11 @@ std::vector<Parameter*> Sequential::parameters() {
   return all;
 }
 
+void Sequential::set_training(bool training) {
+  Layer::set_training(training);
+  for (const auto& layer : layers_) layer->set_training(training);
+}
+
 void Sequential::cast_weights(const Precision& precision) {
   for (Parameter* p : parameters()) nn::cast_weights(*p, precision);
 }

@@ -31,6 +31,8 @@ class Sequential final : public Layer {
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx) override;
   // Every layer's parameters, in layer order.
   std::vector<Parameter*> parameters() override;
+  // Sets the mode of this container and of every layer in it.
+  void set_training(bool training) override;
   // The step's cast of every master weight to the working weights (nn::cast_weights).
   void cast_weights(const Precision& precision);
 

@@ -5,12 +5,15 @@
 #include <map>
 #include <stdexcept>
 
+#include "data/mnist.h"
 #include "data/random.h"
+#include "data/sklearn_digits.h"
 #include "data/synthetic_digits.h"
 #include "nn/models.h"
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
 #include "emu/quantize.h"
+#include "io/npy.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
 #include "training/unscale.h"
@@ -42,6 +45,20 @@ double relative_error(std::span<const float> reference, std::span<const float> s
     ref += static_cast<double>(reference[i]) * reference[i];
   }
   return ref > 0 ? std::sqrt(diff / ref) : std::nan("");
+}
+
+// The recipe's formats for evaluation and sampling; fp8 operands scaled from
+// their own amax (current scaling), so that the training's delayed-scaling
+// histories stay untouched.
+nn::Precision evaluation_precision(const Recipe& recipe) {
+  nn::Precision precision = recipe.precision;
+  if (recipe.operand_scaling != OperandScaling::none) {
+    const float fp8_max = static_cast<float>(precision.matmul_forward.max_finite());
+    precision.operand_scale = [fp8_max](std::string_view, float amax) -> float {
+      return current_scale(amax, CurrentConfig{fp8_max});
+    };
+  }
+  return precision;
 }
 
 std::size_t argmax_row(std::span<const float> row) {
@@ -93,8 +110,12 @@ Trainer::Trainer(TrainConfig config)
     : config_(std::move(config)), recipe_(parse_recipe(config_.recipe)), impl_(std::make_unique<Impl>()),
       recorder_(formats::parse_format(config_.study_format)) {
   Impl& m = *impl_;
-  if (config_.data != "synthetic")
-    bad_config("--data " + config_.data + ": only 'synthetic' is built in so far (real data sets come with issue 5)");
+  if (config_.data != "synthetic" && config_.data != "mnist" && config_.data != "sklearn-digits")
+    bad_config("--data " + config_.data + ": the data sets are synthetic, mnist and sklearn-digits");
+  if (config_.model != "mlp" && config_.model != "cnn" && config_.model != "dcgan")
+    bad_config("--model " + config_.model + ": the models are mlp, cnn and dcgan");
+  if (config_.samples > 0 && config_.model != "dcgan")
+    bad_config("--samples: only the dcgan run generates images (the classifiers are evaluated on the test split)");
   if (config_.batch_size < 2) bad_config("--batch-size must be at least 2 (batch norm needs two examples)");
   if (config_.steps == 0) bad_config("--steps must be at least 1");
 
@@ -137,11 +158,22 @@ Trainer::Trainer(TrainConfig config)
   if (config_.recorders || config_.extra_observer) m.ctx->set_observer(m.tee.get());
   if (config_.recorders) m.ctx->set_counters(&m.counters);
 
-  data::SyntheticOptions so;
-  so.seed = config_.seed;
-  so.train_size = config_.train_size;
-  so.test_size = 0;
-  m.data = data::synthetic_digits(so);
+  if (config_.data == "synthetic") {
+    data::SyntheticOptions so;
+    so.seed = config_.seed;
+    so.train_size = config_.train_size;
+    so.test_size = config_.model == "dcgan" ? 0 : config_.test_size;  // (the classifiers' held-out set)
+    m.data = data::synthetic_digits(so);
+  } else {
+    m.data = config_.data == "mnist" ? data::mnist_split(config_.data_dir)
+                                     : data::sklearn_digits_split(config_.data_dir);
+    // The split's sets are in a seeded order, so a prefix is a random sample.
+    for (auto [set, keep] : {std::pair{&m.data.train, config_.train_size}, std::pair{&m.data.test, config_.test_size}}) {
+      if (set->size() <= keep) continue;
+      set->labels.resize(keep);
+      set->images.resize(keep * set->image_size());
+    }
+  }
   data::BatchOptions bo;
   bo.batch_size = config_.batch_size;
   bo.seed = config_.seed;
@@ -154,8 +186,7 @@ Trainer::Trainer(TrainConfig config)
                                   : nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed);
   };
   if (config_.model == "mlp" || config_.model == "cnn") m.model.emplace(classifier());
-  else if (config_.model == "dcgan") m.gan.emplace(nn::make_dcgan(d.height, nn::kDcganLatent, config_.seed));
-  else bad_config("--model " + config_.model + ": the models are mlp, cnn and dcgan");
+  else m.gan.emplace(nn::make_dcgan(d.height, nn::kDcganLatent, config_.seed));
 
   if (config_.against_reference) {
     if (m.gan) bad_config("--against ref compares classifier gradients; it is not available for dcgan yet");
@@ -173,6 +204,106 @@ Trainer::Trainer(TrainConfig config)
 }
 
 Trainer::~Trainer() = default;
+
+nn::Sequential& Trainer::classifier() {
+  if (!impl_->model) throw std::logic_error("Trainer::classifier: the dcgan run has no classifier");
+  return *impl_->model;
+}
+
+nn::Dcgan& Trainer::dcgan() {
+  if (!impl_->gan) throw std::logic_error("Trainer::dcgan: a classifier run has no DCGAN");
+  return *impl_->gan;
+}
+
+const data::Split& Trainer::data() const { return impl_->data; }
+
+nlohmann::json Evaluation::to_json() const {
+  const bool has_accuracy = !diverged && test_size > 0;
+  return {{"test_accuracy", has_accuracy ? nlohmann::json(static_cast<double>(correct) / static_cast<double>(test_size))
+                                         : nlohmann::json(nullptr)},
+          {"test_loss", number_or_null(test_loss)},
+          {"test_size", test_size},
+          {"correct", correct},
+          {"diverged", diverged},
+          {"reason", reason}};
+}
+
+Evaluation Trainer::evaluate() {
+  Impl& m = *impl_;
+  nn::Sequential& model = classifier();
+  const data::Dataset& test = m.data.test;
+  Evaluation e;
+  e.test_size = test.size();
+  if (aborted_) {
+    e.diverged = true;
+    e.reason = "the run aborted";
+  }
+  for (nn::Parameter* p : model.parameters()) {
+    if (e.diverged) break;
+    for (float v : p->master)
+      if (!std::isfinite(v)) {
+        e.diverged = true;
+        e.reason = "parameter " + p->name + " is not finite";
+        break;
+      }
+  }
+  if (test.size() == 0 || e.diverged) {
+    e.test_loss = std::nan("");
+    return e;
+  }
+  const nn::Precision precision = evaluation_precision(recipe_);
+  nn::Context ctx(*m.backend, precision);  // no observer, no counters
+  ctx.set_pass(nn::Pass::forward);
+  model.cast_weights(precision);
+  model.set_training(false);
+  double loss_sum = 0;
+  const emu::LossPolicy loss_policy = nn::loss_policy(precision);
+  for (std::size_t first = 0; first < test.size(); first += kEvaluationChunk) {
+    const std::size_t count = std::min(kEvaluationChunk, test.size() - first);
+    nn::Tensor x(static_cast<int>(count), test.channels, test.height, test.width);
+    const auto images = std::span<const float>(test.images).subspan(first * test.image_size(), count * test.image_size());
+    std::copy(images.begin(), images.end(), x.values.begin());
+    const auto labels = std::span<const std::int32_t>(test.labels).subspan(first, count);
+    const nn::Tensor logits = model.forward(ctx, x);
+    for (float v : logits.values)
+      if (!std::isfinite(v) && !e.diverged) {
+        e.diverged = true;
+        e.reason = "a test logit is not finite";
+      }
+    const emu::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
+    loss_sum += static_cast<double>(m.backend->softmax_cross_entropy(shape, logits.span(), labels, loss_policy, nullptr)) *
+                static_cast<double>(count);
+    for (std::size_t i = 0; i < count; ++i)
+      e.correct += static_cast<std::int32_t>(argmax_row(std::span<const float>(logits.values).subspan(
+                       i * static_cast<std::size_t>(logits.c), static_cast<std::size_t>(logits.c)))) == labels[i];
+  }
+  model.set_training(true);
+  e.test_loss = loss_sum / static_cast<double>(test.size());
+  return e;
+}
+
+std::vector<float> Trainer::generate(std::size_t n, std::uint64_t seed) {
+  Impl& m = *impl_;
+  if (!m.gan) throw std::logic_error("Trainer::generate: only the dcgan run has a generator");
+  nn::Sequential& g = m.gan->generator;
+  const nn::Precision precision = evaluation_precision(recipe_);
+  nn::Context ctx(*m.backend, precision);
+  ctx.set_pass(nn::Pass::forward);
+  g.cast_weights(precision);
+  g.set_training(false);
+  const auto latent = static_cast<std::size_t>(m.gan->latent);
+  data::Draws draws(seed, kSampleStream);
+  std::vector<float> images;
+  for (std::size_t first = 0; first < n; first += kEvaluationChunk) {
+    const std::size_t count = std::min(kEvaluationChunk, n - first);
+    nn::Tensor z(static_cast<int>(count), static_cast<int>(latent));
+    for (float& v : z.values) v = static_cast<float>(draws.noise());
+    const nn::Tensor out = g.forward(ctx, z);
+    for (float v : out.values) images.push_back((v + 1.0f) / 2.0f);
+  }
+  g.set_training(true);
+  return images;
+}
 
 std::vector<nn::Parameter*> Trainer::parameters() {
   if (!impl_->gan) return impl_->model->parameters();
@@ -434,7 +565,10 @@ nlohmann::json Trainer::step() {
 nlohmann::json Trainer::summary() const {
   nlohmann::json config = {{"model", config_.model},
                            {"data", config_.data},
-                           {"train_size", config_.train_size},
+                           {"data_dir", config_.data_dir.string()},
+                           {"train_size", impl_->data.train.size()},
+                           {"test_size", impl_->data.test.size()},
+                           {"eval_every", config_.eval_every},
                            {"recipe", config_.recipe},
                            {"scaler", config_.scaler},
                            {"scaler_options", config_.scaler_options},
@@ -474,8 +608,11 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
   record::RunLog steps(out, 1, "steps.jsonl");
   record::RunLog tensors(out, 10, "tensors.jsonl");
   record::RunLog histograms(out, 10, "histograms.jsonl");
+  const bool classifier = config.model != "dcgan";
   for (std::size_t i = 0; i < config.steps && !trainer.aborted(); ++i) {
-    const nlohmann::json line = trainer.step();
+    nlohmann::json line = trainer.step();
+    if (classifier && config.eval_every != 0 && (i + 1) % config.eval_every == 0)
+      line["evaluation"] = trainer.evaluate().to_json();
     for (const nlohmann::json& t : trainer.take_tensor_lines()) tensors.append(t);
     for (const nlohmann::json& h : trainer.take_histogram_lines()) histograms.append(h);
     steps.append(line);
@@ -484,7 +621,17 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
   tensors.flush();
   histograms.flush();
   steps.flush();
-  steps.write_summary(trainer.summary());
+  nlohmann::json summary = trainer.summary();
+  if (classifier) summary["evaluation"] = trainer.evaluate().to_json();
+  if (!classifier && config.samples > 0) {
+    const std::uint64_t seed = config.samples_seed.value_or(config.seed);
+    const std::vector<float> images = trainer.generate(config.samples, seed);
+    const auto side = static_cast<std::size_t>(trainer.data().train.height);
+    io::write_npy(out / "samples.npy", images, {config.samples, 1, side, side});
+    summary["samples"] = {{"file", "samples.npy"}, {"n", config.samples}, {"seed", seed},
+                          {"shape", {config.samples, 1, side, side}}, {"range", {0, 1}}};
+  }
+  steps.write_summary(summary);
 }
 
 }  // namespace mpverify::training

@@ -40,6 +40,7 @@
 #include "data/batches.h"
 #include "data/dataset.h"
 #include "nn/backend.h"
+#include "nn/models.h"
 #include "nn/sequential.h"
 #include "refs/optimizer_ref.h"
 #include "training/loss_scaler.h"
@@ -59,8 +60,23 @@ struct FaultInjection {
 
 struct TrainConfig {
   std::string model = "mlp";     // mlp, cnn, dcgan
+  // synthetic (data/synthetic_digits.h, 28 x 28, drawn from the run's seed),
+  // mnist (data/mnist.h, 28 x 28) or sklearn-digits (data/sklearn_digits.h,
+  // 8 x 8). The real sets use their fixed split (the same for every seed).
   std::string data = "synthetic";
-  std::size_t train_size = 8000;  // examples of the synthetic set
+  std::filesystem::path data_dir;  // the real set's files; empty: the loader's default
+  // Synthetic: the sizes drawn. Real: at most this many examples of the
+  // split's (shuffled) train and test sets are used (MNIST 8000 / 2000,
+  // sklearn-digits 1437 / 360).
+  std::size_t train_size = 8000;
+  std::size_t test_size = 2000;
+  // Classifiers: also evaluate on the test split every N steps (0: only
+  // after the last step), into that step's line of steps.jsonl.
+  std::size_t eval_every = 0;
+  // dcgan: after the last step, write this many generated images to
+  // samples.npy (Trainer::generate with samples_seed, default the run's seed).
+  std::size_t samples = 0;
+  std::optional<std::uint64_t> samples_seed;
   std::string recipe = "fp32";
   std::string scaler = "none";   // a found_inf-driven strategy (training/loss_scaler.h)
   ScalerOptions scaler_options;
@@ -80,6 +96,17 @@ struct TrainConfig {
   // Also shown every stored tensor, weight and update (tests recount the
   // recorders' figures from it; a dump tool can save them). Not owned.
   nn::StoreObserver* extra_observer = nullptr;
+};
+
+// A classifier's held-out evaluation (summary.json's "evaluation", contract 2).
+struct Evaluation {
+  std::size_t test_size = 0, correct = 0;
+  double test_loss = 0;     // mean softmax cross-entropy over the test set (the backend's loss op)
+  bool diverged = false;    // the run aborted, or a weight or a test logit is not finite
+  std::string reason;       // why it diverged
+  // {"test_accuracy": correct / test_size (null when diverged), "test_loss" (null when not finite),
+  //  "test_size", "correct", "diverged", "reason"}.
+  nlohmann::json to_json() const;
 };
 
 class Trainer {
@@ -105,8 +132,33 @@ class Trainer {
   // summary.json: the configuration, totals, thresholds, counters.
   nlohmann::json summary() const;
 
-  // The trained model(s), for tests.
+  // Evaluates the classifier (mlp, cnn) at its current master weights on
+  // the test split: batch norm in evaluation mode, the run's backend and
+  // recipe (weights cast to the working format, activations stored in
+  // theirs), in chunks of kEvaluationChunk examples. Nothing the training
+  // reads is changed (no counters, recorders, scaler or operand-scaling
+  // history: an fp8 run is evaluated with current, per-tensor scaling), so
+  // evaluating does not alter the run. Throws std::logic_error for dcgan.
+  Evaluation evaluate();
+  static constexpr std::size_t kEvaluationChunk = 256;
+
+  // dcgan: n images from the generator at its current master weights, in
+  // evaluation mode (batch norm with its running statistics), with the run's
+  // backend and recipe as evaluate() uses them, in chunks of kEvaluationChunk.
+  // The latent codes are the bell-shaped noise of data::Draws (seed, stream
+  // kSampleStream), n x latent values in order, so the same (weights, n,
+  // seed) give bitwise the same images, and the first k images' latent codes
+  // do not depend on n. Images are mapped from the generator's [-1, 1] to the data's [0, 1]
+  // ((g + 1) / 2, in float), n x 1 x S x S, C order. Changes nothing the
+  // training reads. Throws std::logic_error for a classifier.
+  std::vector<float> generate(std::size_t n, std::uint64_t seed);
+  static constexpr std::uint64_t kSampleStream = std::uint64_t{0x5A3} << 48;
+
+  // The trained model(s) and the data, for tests.
   std::vector<nn::Parameter*> parameters();
+  nn::Sequential& classifier();  // std::logic_error for dcgan
+  nn::Dcgan& dcgan();            // std::logic_error for a classifier
+  const data::Split& data() const;
   const TrainConfig& config() const { return config_; }
   const Recipe& recipe() const { return recipe_; }
 

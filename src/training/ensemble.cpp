@@ -1,0 +1,91 @@
+#include "training/ensemble.h"
+
+#include <charconv>
+#include <set>
+#include <stdexcept>
+
+#include "record/run_log.h"
+
+namespace mpverify::training {
+
+namespace {
+
+std::uint64_t parse_seed(const std::string& item, const std::string& whole) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+  if (item.empty() || ec != std::errc() || end != item.data() + item.size()) {
+    std::string message = "--seeds '";
+    message += whole;
+    message += "': '";
+    message += item;
+    message += "' is not a whole number (write e.g. 1,2,3 or 1-8)";
+    throw std::invalid_argument(message);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> parse_seed_list(const std::string& text) {
+  std::vector<std::uint64_t> seeds;
+  std::set<std::uint64_t> seen;
+  auto add = [&](std::uint64_t s) {
+    if (!seen.insert(s).second) throw std::invalid_argument("--seeds '" + text + "': seed " + std::to_string(s) + " is repeated");
+    if (seeds.size() == kMaxSeeds)
+      throw std::invalid_argument("--seeds '" + text + "': more than " + std::to_string(kMaxSeeds) + " seeds");
+    seeds.push_back(s);
+  };
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    const std::size_t dash = item.find('-');
+    if (dash == std::string::npos) {
+      add(parse_seed(item, text));
+    } else {
+      const std::uint64_t lo = parse_seed(item.substr(0, dash), text), hi = parse_seed(item.substr(dash + 1), text);
+      if (hi < lo) throw std::invalid_argument("--seeds '" + text + "': range " + item + " goes down; write low-high");
+      if (hi - lo >= kMaxSeeds)
+        throw std::invalid_argument("--seeds '" + text + "': range " + item + " has more than " +
+                                    std::to_string(kMaxSeeds) + " seeds");
+      for (std::uint64_t s = lo;; ++s) {
+        add(s);
+        if (s == hi) break;
+      }
+    }
+    if (comma == text.size()) break;
+    pos = comma + 1;
+  }
+  return seeds;
+}
+
+std::filesystem::path seed_directory(const std::filesystem::path& out, std::uint64_t seed) {
+  return out / ("seed-" + std::to_string(seed));
+}
+
+void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds,
+                  const std::filesystem::path& out,
+                  const std::function<void(std::uint64_t, std::size_t, const nlohmann::json&)>& progress) {
+  if (seeds.empty()) throw std::invalid_argument("--seeds: no seed given");
+  nlohmann::json shared;
+  {
+    // The configuration is checked before anything is written (only the seed
+    // differs between the runs, and no setting is valid for one seed only).
+    TrainConfig c = config;
+    c.seed = seeds.front();
+    const Trainer check(c);
+    shared = check.summary()["config"];
+    shared.erase("seed");
+  }
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    TrainConfig c = config;
+    c.seed = seeds[i];
+    run_training(c, seed_directory(out, seeds[i]), [&](const nlohmann::json& step) {
+      if (progress) progress(seeds[i], i, step);
+    });
+  }
+  const nlohmann::json ensemble = {{"seeds", seeds}, {"config", shared}};
+  record::write_file_atomically(out / "ensemble.json", ensemble.dump(2) + "\n");
+}
+
+}  // namespace mpverify::training

@@ -1,0 +1,38 @@
+// An ensemble: the same training configuration run once per seed, for the
+// accuracy-parity gate (COMMON contract 2). `mpverify train --seeds 1,2,3
+// --out DIR` writes one run directory per seed, DIR/seed-<s>/ (what `train
+// --seed s --out DIR/seed-<s>` would write), then DIR/ensemble.json:
+//   {"seeds": [1, 2, 3], "config": <summary.json's "config" without "seed">}
+// ensemble.json is written last and atomically, so its presence means every
+// run finished.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "training/trainer.h"
+
+namespace mpverify::training {
+
+// "1,2,3", "1-8" or a mix ("1-3,7"): distinct seeds in the order written.
+// Throws std::invalid_argument naming the bad item (empty, not a whole
+// number, a range written high-low, a repeated seed, more than kMaxSeeds).
+std::vector<std::uint64_t> parse_seed_list(const std::string& text);
+inline constexpr std::size_t kMaxSeeds = 1000;
+
+std::filesystem::path seed_directory(const std::filesystem::path& out, std::uint64_t seed);
+
+// Runs config once per seed (config.seed replaced) into seed_directory(out, s).
+// The configuration is validated (a Trainer is built) before any file is written; std::invalid_argument / data::DataFileError as run_training.
+// `progress(seed, index, step_line)` follows every step of every run.
+void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds,
+                  const std::filesystem::path& out,
+                  const std::function<void(std::uint64_t seed, std::size_t index, const nlohmann::json& step)>&
+                      progress = {});
+
+}  // namespace mpverify::training
