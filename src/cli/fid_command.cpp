@@ -120,7 +120,7 @@ Features read_input(const std::string& path, const char* which, ExtractorSource&
     return image_features(set, source, where);
   }
   throw UsageError(where + ": shape " + shape_text(array.shape) +
-                   " is neither N x D features nor N x 1 x H x W / N x H x W images");
+                   " is not N x D (features) nor N x 1 x H x W / N x H x W (images)");
 }
 
 std::string number_text(double v, const char* format = "%.10g") {
