@@ -2,7 +2,7 @@
 // it equals generate() -> the extractor's features -> fid/kid/bootstrap done
 // here by hand (bitwise: same code path, same data), it is what run_training
 // writes into summary.json through the TrainConfig hook, a non-finite
-// generator gives "diverged" with null values, and unusable settings are
+// generator weight gives "diverged" with null values, and unusable settings are
 // refused when the Trainer is built (before any file is written).
 #include <gtest/gtest.h>
 
@@ -116,16 +116,26 @@ TEST_F(GanEvaluation, NonFiniteGeneratorIsDivergedWithNullValues) {
   training::Trainer trainer(tiny());
   trainer.step();
   // NaN in the generator's last parameter (master and working copy): the
-  // output layer's, which only tanh follows. (A NaN in an earlier layer can
-  // be swallowed by a ReLU that maps NaN to 0.)
+  // output layer's, which only tanh follows.
   nn::Parameter& w = *trainer.dcgan().generator.parameters().back();
   for (std::size_t i = 0; i < w.master.size(); ++i) w.master[i] = w.value[i] = std::numeric_limits<float>::quiet_NaN();
   const LoadedExtractor x = load_extractor(*file_);
   const nlohmann::json e = evaluate_gan(trainer, *x.extractor, x.record, {.samples = 8, .bootstrap_replicates = 2});
   EXPECT_EQ(e["diverged"], true);
-  EXPECT_NE(e["reason"].get<std::string>().find("non-finite"), std::string::npos) << e["reason"];
+  EXPECT_NE(e["reason"].get<std::string>().find("is not finite"), std::string::npos) << e["reason"];
+  EXPECT_NE(e["reason"].get<std::string>().find(w.name), std::string::npos) << e["reason"];
   for (const char* key : {"fid", "fid_stderr", "fid_interval", "kid", "kid_stderr"}) EXPECT_TRUE(e[key].is_null()) << key;
   EXPECT_EQ(e["n"], 8);
+
+  // A NaN in the first generator weight is caught too, although the ReLU
+  // after it would turn it into 0 in the images.
+  training::Trainer early(tiny());
+  early.step();
+  nn::Parameter& first = *early.dcgan().generator.parameters().front();
+  first.master[0] = first.value[0] = std::numeric_limits<float>::quiet_NaN();
+  const nlohmann::json e2 = evaluate_gan(early, *x.extractor, x.record, {.samples = 8, .bootstrap_replicates = 2});
+  EXPECT_EQ(e2["diverged"], true);
+  EXPECT_TRUE(e2["fid"].is_null());
 }
 
 TEST_F(GanEvaluation, UnusableSettingsAreRefusedWhenTheTrainerIsBuilt) {

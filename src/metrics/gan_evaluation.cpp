@@ -84,6 +84,13 @@ nlohmann::json evaluate_gan(training::Trainer& trainer, training::FeatureExtract
     return e;
   };
   if (trainer.aborted()) return diverged("the run aborted at step " + std::to_string(trainer.steps_done()));
+  // Weights first: a NaN in an early generator layer need not reach the
+  // images (the reference ReLU, x > 0 ? x : 0, maps NaN to 0).
+  for (nn::Parameter* p : trainer.parameters())
+    for (std::size_t i = 0; i < p->master.size(); ++i)
+      if (!std::isfinite(p->master[i]))
+        return diverged("weight " + p->name + "[" + std::to_string(i) + "] is not finite (" +
+                        std::to_string(p->master[i]) + ")");
   const std::vector<float> images = trainer.generate(n, seed);
   const std::size_t per_image = images.size() / n;
   for (std::size_t i = 0; i < images.size(); ++i)

@@ -20,8 +20,8 @@
 //    "extractor": {"file": its file name, "sha256": of its bytes, "format",
 //       "seed", "steps" (its metadata)},
 //    "diverged", "reason"}.
-// The run diverged when it aborted or a generated image holds a non-finite
-// value; FID, KID and their errors are then null (the gate never passes it).
+// The run diverged when it aborted, a weight (generator or discriminator) is
+// not finite, or a generated image holds a non-finite value; FID, KID and their errors are then null (the gate never passes it).
 //
 // Cost (one core, N = n_real = 2000, D = 784): KID about 30 s; each
 // bootstrap replicate about 1.7 s (two 784 x 784 covariances and their
