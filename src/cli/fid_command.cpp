@@ -1,17 +1,18 @@
-// mpverify fid A B [--json] [--seed S] [--kid-subsets K] [--kid-subset-size M]
+// mpverify fid A B [--extractor FILE] [--json] [--seed S] [--kid-subsets K] [--kid-subset-size M]
 //                  [--bootstrap B] [--level L] [--route R]
 // FID and KID between two feature matrices (.npy, N x D, any float dtype),
 // with an optional bootstrap interval for the FID. The mathematics is
 // src/metrics/ (fid.h, kid.h, fid_bootstrap.h, which define every field);
 // this file reads the files and prints.
 //
-// Image sets as inputs need a feature extractor (our MNIST classifier's
-// penultimate layer), which does not exist yet: anything that is not an .npy
-// file is refused with exit code 2 and says so.
+// Image sets (metrics/image_features.h: an .npy of N x 1 x H x W or N x H x W
+// images in [0, 1], or mnist-test / mnist-train) pass through the feature
+// extractor given by --extractor (our MNIST CNN's penultimate layer) first.
 //
-// Exit codes: 0; 2 for unusable input (missing file, not N x D, different D,
-// fewer than 2 rows, a non-finite feature, bad options), with nothing on
-// standard output.
+// Exit codes: 0; 2 for unusable input (missing file, neither features nor
+// images, different D, fewer than 2 rows, a non-finite feature, an image set
+// without --extractor or of another size than the extractor's, a pixel
+// outside [0, 1], bad options), with nothing on standard output.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -25,6 +26,8 @@
 #include "io/npy.h"
 #include "metrics/fid.h"
 #include "metrics/fid_bootstrap.h"
+#include "metrics/gan_evaluation.h"
+#include "metrics/image_features.h"
 #include "metrics/kid.h"
 
 namespace mpverify::cli {
@@ -35,32 +38,89 @@ namespace fs = std::filesystem;
 
 struct Features {
   std::string path;
-  io::DoubleArray array;
+  std::string kind;  // "features" or "images"
+  io::DoubleArray array;  // N x D features (for an image set: the extractor's)
 };
 
-Features read_features(const std::string& path, const char* which) {
-  const fs::path file(path);
-  std::error_code ec;
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  text += shape.size() == 1 ? ",)" : ")";
+  return text;
+}
+
+// The extractor is loaded once, when the first image set needs it.
+struct ExtractorSource {
+  std::string file;
+  std::optional<metrics::LoadedExtractor> loaded;
+  metrics::LoadedExtractor& get(const std::string& where) {
+    if (file.empty())
+      throw UsageError(where + " is an image set: give --extractor FILE (the FID feature extractor, made by "
+                               "`mpverify feature-extractor --out FILE`) to turn its images into features");
+    if (!loaded) {
+      try {
+        loaded = metrics::load_extractor(file);
+      } catch (const std::exception& e) {
+        throw UsageError("--extractor " + file + ": " + e.what());
+      }
+    }
+    return *loaded;
+  }
+};
+
+Features image_features(const metrics::ImageSet& set, ExtractorSource& source, const std::string& where) {
+  metrics::LoadedExtractor& x = source.get(where);
+  try {
+    metrics::check_extractor_size(set.name, set.height, set.width);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(where + ": " + e.what());
+  }
+  Features f{set.name, "images", {}};
+  f.array.values = metrics::image_features(*x.extractor, set);
+  f.array.shape = {set.count, training::kFeatureDim};
+  return f;
+}
+
+Features read_input(const std::string& path, const char* which, ExtractorSource& source,
+                    const std::string& data_dir) {
   std::string where = which;
   where += " ('" + path + "')";
-  if (!fs::exists(file, ec)) throw UsageError(where + ": no such file (give an N x D feature matrix as .npy)");
+  if (metrics::is_mnist_image_set_name(path)) {
+    source.get(where);  // before loading MNIST: a missing --extractor is the first thing to say
+    metrics::ImageSet set;
+    try {
+      set = metrics::load_image_set(path, data_dir);
+    } catch (const std::exception& e) {
+      throw UsageError(where + ": " + e.what());
+    }
+    return image_features(set, source, where);
+  }
+  const fs::path file(path);
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw UsageError(where + ": no such file (give an .npy of N x D features or of N x 1 x H x W images, or "
+                             "mnist-test / mnist-train)");
   if (fs::is_directory(file, ec) || file.extension() != ".npy")
-    throw UsageError(where +
-                     ": not an .npy file. Image sets as inputs: not yet (they need the feature extractor, our "
-                     "classifier's features, which is still to come); give N x D feature matrices as .npy");
-  Features f{path, {}};
+    throw UsageError(where + ": not an .npy file; give N x D features or N x 1 x H x W / N x H x W images in [0, 1] "
+                             "as .npy, or the image sets mnist-test / mnist-train");
+  io::DoubleArray array;
   try {
-    f.array = io::read_npy_f64(file);
+    array = io::read_npy_f64(file);
   } catch (const std::exception& e) {
     throw UsageError(e.what());
   }
-  if (f.array.shape.size() != 2) {
-    std::string shape = "(";
-    for (std::size_t i = 0; i < f.array.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(f.array.shape[i]);
-    shape += f.array.shape.size() == 1 ? ",)" : ")";
-    throw UsageError(where + ": shape " + shape + " is not N x D (one row of features per sample)");
+  if (array.shape.size() == 2) return {path, "features", std::move(array)};
+  if (array.shape.size() == 3 || array.shape.size() == 4) {
+    metrics::ImageSet set;
+    try {
+      set = metrics::image_set_from_array(path, array);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(where + ": " + e.what());
+    }
+    return image_features(set, source, where);
   }
-  return f;
+  throw UsageError(where + ": shape " + shape_text(array.shape) +
+                   " is not N x D (features) nor N x 1 x H x W / N x H x W (images)");
 }
 
 std::string number_text(double v, const char* format = "%.10g") {
@@ -73,7 +133,7 @@ std::string number_text(double v, const char* format = "%.10g") {
 
 void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
   struct Options {
-    std::string a, b, route = "nuclear-norm";
+    std::string a, b, route = "nuclear-norm", extractor, data_dir;
     bool json = false;
     std::uint64_t seed = 0;
     std::size_t kid_subsets = 100, kid_subset_size = 0, bootstrap = 0;
@@ -87,11 +147,22 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
       "covariances, the trace term from symmetric eigen-decompositions (no complex sqrtm); negative eigenvalues\n"
       "left by rounding are set to 0 and reported. KID: unbiased MMD^2, kernel (x.y/d + 1)^3, mean and standard\n"
       "deviation over seeded random subsets (torch-fidelity's defaults). FID is biased by N: compare FIDs only at\n"
-      "equal N, or compare KID. Image sets as inputs: not yet (they need the feature extractor).\n"
+      "equal N (and the same extractor), or compare KID. Image sets (N x 1 x H x W or N x H x W .npy in [0, 1], e.g.\n"
+      "samples.npy, or mnist-test / mnist-train) pass through --extractor's features first.\n"
       "Exit code 0; 2 for unusable input.\n"
       "Example: mpverify fid generated.npy real.npy --bootstrap 200 --json");
-  app->add_option("A", o->a, "Features of the first set (e.g. generated), N_a x D .npy")->required()->type_name("FILE");
-  app->add_option("B", o->b, "Features of the second set (e.g. held-out real), N_b x D .npy")->required()->type_name("FILE");
+  app->add_option("A", o->a,
+                  "The first set (e.g. generated): N_a x D features (.npy), or an image set (.npy of images, "
+                  "mnist-test, mnist-train)")
+      ->required()
+      ->type_name("SET");
+  app->add_option("B", o->b, "The second set (e.g. held-out real), as A")->required()->type_name("SET");
+  app->add_option("--extractor", o->extractor,
+                  "The feature extractor for image sets (mpverify feature-extractor --out FILE; 28 x 28 images)")
+      ->type_name("FILE");
+  app->add_option("--data-dir", o->data_dir, "Where MNIST's files are for mnist-test / mnist-train "
+                                             "(default: as train --data mnist)")
+      ->type_name("DIR");
   app->add_flag("--json", o->json, "Print one JSON document (fid, kid, kid_stderr, n_a, n_b, dims, ...)");
   app->add_option("--seed", o->seed, "Seed of the KID subsets and the bootstrap (default 0)")->type_name("S");
   app->add_option("--kid-subsets", o->kid_subsets, "KID: number of random subsets (default 100)")->type_name("K");
@@ -118,7 +189,9 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
                         if (o->bootstrap == 1) throw UsageError("--bootstrap: at least 2 replicates (or 0 for none)");
                         if (!(o->level > 0.0 && o->level < 1.0)) throw UsageError("--level must be in (0, 1), e.g. 0.95");
                         if (o->kid_subsets == 0) throw UsageError("--kid-subsets must be at least 1");
-                        const Features fa = read_features(o->a, "A"), fb = read_features(o->b, "B");
+                        ExtractorSource source{o->extractor, {}};
+                        const Features fa = read_input(o->a, "A", source, o->data_dir);
+                        const Features fb = read_input(o->b, "B", source, o->data_dir);
                         const metrics::FeatureMatrix a{fa.array.values, fa.array.shape[0], fa.array.shape[1], "A"};
                         const metrics::FeatureMatrix b{fb.array.values, fb.array.shape[0], fb.array.shape[1], "B"};
                         metrics::FidResult f;
@@ -139,6 +212,9 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
                           nlohmann::ordered_json j;
                           j["a"] = fa.path;
                           j["b"] = fb.path;
+                          j["a_kind"] = fa.kind;
+                          j["b_kind"] = fb.kind;
+                          j["extractor"] = source.loaded ? source.loaded->record.to_json() : nlohmann::json(nullptr);
                           j["n_a"] = f.n_a;
                           j["n_b"] = f.n_b;
                           j["dims"] = f.dims;
@@ -174,6 +250,9 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
                         std::string out = "A: " + fa.path + " (" + std::to_string(f.n_a) + " x " +
                                           std::to_string(f.dims) + ")\nB: " + fb.path + " (" +
                                           std::to_string(f.n_b) + " x " + std::to_string(f.dims) + ")\n";
+                        if (source.loaded)
+                          out += "image sets through the extractor " + source.loaded->record.file + " (sha256 " +
+                                 source.loaded->record.sha256 + ")\n";
                         out += "FID " + number_text(f.fid) + "  (" + metrics::to_string(f.route) +
                                " route; ||mu_a - mu_b||^2 " + number_text(f.mean_term, "%.6g") + ", Tr S_a " +
                                number_text(f.trace_a, "%.6g") + ", Tr S_b " + number_text(f.trace_b, "%.6g") +

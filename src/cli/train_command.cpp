@@ -14,6 +14,8 @@
 
 #include "cli/commands.h"
 #include "data/data_file_error.h"
+#include "io/file_error.h"
+#include "metrics/gan_evaluation.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/trainer.h"
@@ -54,7 +56,13 @@ std::string run_line(const std::filesystem::path& dir, const nlohmann::json& sum
   line += "  skipped " + summary["skipped_steps"].dump();
   line += "  final loss " + summary["final_loss"].dump();
   line += "  final scale " + summary["final_scale"].dump();
-  if (summary.contains("evaluation")) line += "  test accuracy " + summary["evaluation"]["test_accuracy"].dump();
+  if (summary.contains("evaluation") && summary["evaluation"].contains("test_accuracy"))
+    line += "  test accuracy " + summary["evaluation"]["test_accuracy"].dump();
+  if (summary.contains("evaluation") && summary["evaluation"].contains("fid")) {
+    line += "  FID " + summary["evaluation"]["fid"].dump();
+    line += " +- " + summary["evaluation"]["fid_stderr"].dump();
+    line += "  KID " + summary["evaluation"]["kid"].dump();
+  }
   return line;
 }
 
@@ -63,7 +71,8 @@ std::string run_line(const std::filesystem::path& dir, const nlohmann::json& sum
 void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   struct Options {
     training::TrainConfig config;
-    std::string backend = "ref", out, optimizer = "sgd", inject, against, seeds;
+    std::string backend = "ref", out, optimizer = "sgd", inject, against, seeds, extractor;
+    metrics::GanEvaluationOptions fid;
     std::vector<std::string> scaler_opts;
     double lr = -1, momentum = -1, weight_decay = 0;
     bool nesterov = false, no_histograms = false, no_recorders = false, json = false, force = false, quiet = false;
@@ -96,6 +105,18 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
                   "the last step")
       ->capture_default_str();
   app->add_option("--samples-seed", c.samples_seed, "Seed of the samples' latent codes (default: --seed)");
+  app->add_option("--extractor", o->extractor,
+                  "dcgan: after the last step, FID/KID of generated images against the run's held-out test images "
+                  "through this feature extractor (mpverify feature-extractor --out FILE), into summary.json's "
+                  "evaluation")
+      ->type_name("FILE");
+  auto* fid_samples_option = app->add_option("--fid-samples", o->fid.samples,
+                  "dcgan with --extractor: generated images evaluated (default: the test split's size)")
+      ->type_name("N");
+  auto* fid_bootstrap_option = app->add_option("--fid-bootstrap", o->fid.bootstrap_replicates,
+                  "dcgan with --extractor: bootstrap replicates for fid_stderr and the 90% fid_interval (default "
+                  "200, about 1.7 s each at N = 2000; 0: none)")
+      ->type_name("B");
   app->add_option("--eval-every", c.eval_every,
                   "Also evaluate on the test split every N steps, into steps.jsonl (0: only at the end)")
       ->capture_default_str();
@@ -132,7 +153,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_flag("--json", o->json, "Print summary.json on standard output at the end");
   app->add_flag("--quiet", o->quiet, "No progress line");
 
-  commands.push_back({app, [o, seeds_option] {
+  commands.push_back({app, [o, seeds_option, fid_samples_option, fid_bootstrap_option] {
     training::TrainConfig config = o->config;
     try {
       config.backend = nn::parse_backend(o->backend);
@@ -166,6 +187,17 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
     if (!o->against.empty() && o->against != "ref") throw UsageError("--against: only 'ref' is available");
     config.against_reference = !o->against.empty();
     if (!o->inject.empty()) config.inject = parse_injection(o->inject);
+    if (o->extractor.empty() && (fid_samples_option->count() > 0 || fid_bootstrap_option->count() > 0))
+      throw UsageError("--fid-samples and --fid-bootstrap need --extractor FILE (the FID feature extractor)");
+    if (!o->extractor.empty()) {
+      try {
+        config.final_evaluation = metrics::gan_final_evaluation(metrics::load_extractor(o->extractor), o->fid);
+      } catch (const io::FileError& e) {
+        throw UsageError(std::string("--extractor: ") + e.what());
+      } catch (const std::invalid_argument& e) {
+        throw UsageError("--extractor " + o->extractor + ": " + e.what());
+      }
+    }
 
     const std::filesystem::path out = o->out;
     if (std::filesystem::exists(out / "steps.jsonl") && !o->force)

@@ -127,17 +127,26 @@ void check_same_evaluation_size(const std::vector<const RunDirectory*>& runs, co
     const auto e = run->summary.find("evaluation");
     if (e == run->summary.end() || !e->is_object()) continue;
     const auto v = e->find(key);
-    const json value = v == e->end() ? json(nullptr) : *v;
+    json value = v == e->end() ? json(nullptr) : *v;
+    // The extractor is its bytes (sha256), whatever the file was called.
+    if (std::string(key) == "extractor" && value.is_object() && value.contains("sha256")) value = value["sha256"];
     if (!first) {
       first = value;
       first_run = run;
     } else if (value != *first) {
       std::string m = "mismatched evaluations: ";
-      m += file_of(*first_run) + " has evaluation." + key + " = " + first->dump() + " but " + file_of(*run) +
+      const std::string shown = std::string(key) == "extractor" ? "extractor.sha256" : key;
+      m += file_of(*first_run) + " has evaluation." + shown + " = " + first->dump() + " but " + file_of(*run) +
            " has " + value.dump();
-      m += std::string(key) == "n" ? " (FIDs from different sample sizes differ by their bias alone: evaluate both "
-                                     "sides with the same n)"
-                                   : " (accuracies on different test sets are not comparable)";
+      const std::string k = key;
+      if (k == "n" || k == "n_real")
+        m += " (FIDs from different sample sizes differ by their bias alone: evaluate both sides with the same n "
+             "and the same test split)";
+      else if (k == "extractor")
+        m += " (FIDs through different feature extractors are not comparable: evaluate both sides with the same "
+             "--extractor file)";
+      else
+        m += " (accuracies on different test sets are not comparable)";
       throw InputError(m);
     }
   }
@@ -370,6 +379,12 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
   // After the values, so that a run lacking the metric is reported as that.
   if (options.metric != GateMetric::loss)
     check_same_evaluation_size(all, options.metric == GateMetric::accuracy ? "test_size" : "n");
+  // FIDs compare only at the same real set size and through the same
+  // extractor (its file's sha256; runs without these fields pass as before).
+  if (options.metric == GateMetric::fid) {
+    check_same_evaluation_size(all, "n_real");
+    check_same_evaluation_size(all, "extractor");
+  }
 
   // How many runs the method needs, and which method.
   const std::size_t nb = b.outcomes.size(), nc = c.outcomes.size();

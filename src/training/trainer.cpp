@@ -201,6 +201,11 @@ Trainer::Trainer(TrainConfig config)
       bad_config("--inject-inf: no parameter '" + config_.inject->parameter + "'; the model's are " + names);
     }
   }
+  if (config_.final_evaluation) {
+    if (!m.gan)
+      bad_config("--extractor: the FID evaluation is for dcgan runs (the classifiers are evaluated on the test split)");
+    if (config_.final_evaluation->check) config_.final_evaluation->check(*this);
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -631,6 +636,7 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
     summary["samples"] = {{"file", "samples.npy"}, {"n", config.samples}, {"seed", seed},
                           {"shape", {config.samples, 1, side, side}}, {"range", {0, 1}}};
   }
+  if (config.final_evaluation) summary["evaluation"] = config.final_evaluation->run(trainer);
   steps.write_summary(summary);
 }
 

@@ -58,6 +58,20 @@ struct FaultInjection {
   std::string parameter;  // e.g. "fc1.w"
 };
 
+class Trainer;
+
+// A final evaluation supplied by a higher layer, so that training/ needs no
+// metrics code (dcgan's FID and KID: metrics/gan_evaluation.h). `check` runs
+// at the end of the Trainer's constructor (it throws std::invalid_argument
+// to refuse the configuration before any file is written; may be empty);
+// `run` runs after the last step (after samples.npy) and its object becomes
+// summary.json's "evaluation". dcgan runs only (the classifiers have
+// Trainer::evaluate).
+struct FinalEvaluation {
+  std::function<void(const Trainer&)> check;
+  std::function<nlohmann::json(Trainer&)> run;
+};
+
 struct TrainConfig {
   std::string model = "mlp";     // mlp, cnn, dcgan
   // synthetic (data/synthetic_digits.h, 28 x 28, drawn from the run's seed),
@@ -77,6 +91,9 @@ struct TrainConfig {
   // samples.npy (Trainer::generate with samples_seed, default the run's seed).
   std::size_t samples = 0;
   std::optional<std::uint64_t> samples_seed;
+  // dcgan: evaluated after the last step into summary.json's "evaluation"
+  // (see FinalEvaluation; `train --extractor` sets it).
+  std::optional<FinalEvaluation> final_evaluation;
   std::string recipe = "fp32";
   std::string scaler = "none";   // a found_inf-driven strategy (training/loss_scaler.h)
   ScalerOptions scaler_options;
