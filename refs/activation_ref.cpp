@@ -24,7 +24,7 @@ std::optional<Activation> parse_activation(std::string_view name) {
 
 double activation_fp64(const ActivationParams& p, double x) {
   switch (p.kind) {
-    case Activation::relu: return x > 0 ? x : 0.0;
+    case Activation::relu: return !(x <= 0) ? x : 0.0;  // NaN stays NaN, as torch.relu (clamp_min) keeps it
     case Activation::leaky_relu: return x > 0 ? x : p.negative_slope * x;
     case Activation::tanh: return std::tanh(x);
     // 1 / (1 + e^-x) loses nothing for x >= 0; for x < 0 write it as

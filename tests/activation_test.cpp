@@ -119,6 +119,21 @@ TEST(ActivationEmu, UnderflowAndOverflowAreCounted) {
   EXPECT_LT(one[0], 0.0f);
 }
 
+// torch.relu(nan) is nan (relu is clamp_min(0), which propagates NaN); a
+// ReLU written as "x > 0 ? x : 0" would turn it into 0 and hide a non-finite
+// activation from the trainer's origin tracking.
+TEST(ActivationRef, ReluAndLeakyReluKeepNaN) {
+  const std::vector<float> x = {NAN, -1.0f, 2.0f};
+  std::vector<float> y(x.size()), y_emu(x.size());
+  for (const ActivationParams p : {ActivationParams{Activation::relu}, ActivationParams{Activation::leaky_relu, 0.2}}) {
+    refs::activation_ref(p, x, y);
+    emu::activation_emu(p, x, y_emu, {});
+    EXPECT_TRUE(std::isnan(y[0])) << refs::to_string(p.kind);
+    EXPECT_TRUE(std::isnan(y_emu[0])) << refs::to_string(p.kind);
+    EXPECT_EQ(y[2], 2.0f);
+  }
+}
+
 TEST(ActivationEmu, MismatchedSizesAreRejected) {
   std::vector<float> x(3), y(2);
   EXPECT_THROW(emu::activation_emu({Activation::tanh}, x, y, {}), std::invalid_argument);

@@ -115,7 +115,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       ->type_name("N");
   auto* fid_bootstrap_option = app->add_option("--fid-bootstrap", o->fid.bootstrap_replicates,
                   "dcgan with --extractor: bootstrap replicates for fid_stderr and the 90% fid_interval (default "
-                  "200, about 1.7 s each at N = 2000; 0: none)")
+                  "50, about 1.7 s each at N = 2000; 0: none)")
       ->type_name("B");
   app->add_option("--eval-every", c.eval_every,
                   "Also evaluate on the test split every N steps, into steps.jsonl (0: only at the end)")

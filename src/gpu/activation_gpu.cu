@@ -16,7 +16,7 @@ using refs::Activation;
 
 __device__ float forward(Activation kind, float slope, float x) {
   switch (kind) {
-    case Activation::relu: return x > 0.0f ? x : 0.0f;
+    case Activation::relu: return !(x <= 0.0f) ? x : 0.0f;  // NaN stays NaN, as torch.relu
     case Activation::leaky_relu: return x > 0.0f ? x : slope * x;
     case Activation::tanh: return tanhf(x);
     case Activation::sigmoid: return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));

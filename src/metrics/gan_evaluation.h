@@ -46,7 +46,7 @@ namespace mpverify::metrics {
 
 struct GanEvaluationOptions {
   std::size_t samples = 0;  // generated images; 0: as many as the run's test split holds
-  std::size_t bootstrap_replicates = 200;  // 0: no bootstrap (fid_stderr null), else >= 2
+  std::size_t bootstrap_replicates = 50;  // 0: no bootstrap (fid_stderr null), else >= 2
   double level = 0.90;                     // of the percentile interval, in (0, 1)
   std::size_t kid_subsets = 100;
   TraceRoute route = TraceRoute::nuclear_norm;
