@@ -354,4 +354,23 @@ TEST(ThresholdCounter, DoubleEqualsBruteForceAndRefusesAvx512) {
   EXPECT_THROW(analysis::ThresholdCounter<std::uint64_t>(t, analysis::ScanPath::avx512), std::invalid_argument);
 }
 
+// A large add_raw split between threads counts the same as one thread, and
+// as the definition; the parts end inside blocks and vectors (odd length).
+TEST(ThresholdCounter, ThreadsCountTheSame) {
+  using C = analysis::ThresholdCounter<std::uint32_t>;
+  const std::vector<std::uint32_t> t = awkward_float_thresholds();
+  const std::vector<std::uint32_t> x = awkward_float_values(3 * C::min_per_thread + 4096 + 123, 99);
+  const std::vector<std::uint64_t> expected = brute_below(x, t);
+  for (const std::size_t threads : {1u, 2u, 3u, 4u}) {
+    C c(t);
+    c.set_threads(threads);
+    c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
+    EXPECT_EQ(c.count(), x.size());
+    EXPECT_EQ(c.below(), expected) << threads << " threads";
+    EXPECT_EQ(c.max_finite(), brute_max_finite(x)) << threads << " threads";
+  }
+  C c(t);
+  EXPECT_THROW(c.set_threads(0), std::invalid_argument);
+}
+
 }  // namespace

@@ -1,8 +1,10 @@
 #include "analysis/threshold_counter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace mpverify::analysis {
 
@@ -21,7 +23,16 @@ constexpr std::size_t hist_tables = sizeof(Bits) == 4 ? 4 : 1;
 
 constexpr std::size_t block = 4096;  // elements per scan: bins and side list stay in L1
 
+std::atomic<std::size_t> default_threads{std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4)};
+
 }  // namespace
+
+void set_default_counter_threads(std::size_t threads) {
+  if (threads == 0) throw std::invalid_argument("set_default_counter_threads: threads must be at least 1");
+  default_threads = threads;
+}
+
+std::size_t default_counter_threads() { return default_threads; }
 
 namespace detail {
 
@@ -87,13 +98,54 @@ ThresholdCounter<Bits>::ThresholdCounter(std::vector<Bits> thresholds, ScanPath 
   // Padding above every magnitude lets the side list's search run a fixed
   // number of steps without a bounds check.
   thresholds_.insert(thresholds_.end(), search_width_ - 1, static_cast<Bits>(~Bits{0}));
+  threads_ = default_threads;
+}
+
+template <class Bits>
+void ThresholdCounter<Bits>::set_threads(std::size_t threads) {
+  if (threads == 0) throw std::invalid_argument("ThresholdCounter: threads must be at least 1");
+  threads_ = threads;
 }
 
 template <class Bits>
 void ThresholdCounter<Bits>::add_raw(const std::byte* bytes, std::size_t n) {
+  const std::size_t parts = std::max<std::size_t>(1, std::min(threads_, n / min_per_thread));
+  if (parts == 1) {
+    count_into(bytes, n, hist_.data(), bucket_.data(), max_finite_);
+  } else {
+    // Whole blocks per part, so that every part but the last scans full vectors.
+    const std::size_t per = (n / parts + block - 1) / block * block;
+    struct Part {
+      std::vector<std::uint64_t> hist, bucket;
+      Bits max_finite = 0;
+    };
+    std::vector<Part> extra(parts - 1);
+    std::vector<std::jthread> workers;  // joined on the way out, also when a later start throws
+    for (std::size_t p = 1; p < parts; ++p) {
+      Part& part = extra[p - 1];
+      part.hist.assign(hist_.size(), 0);
+      part.bucket.assign(bucket_.size(), 0);
+      const std::size_t begin = std::min(n, p * per), end = p + 1 == parts ? n : std::min(n, (p + 1) * per);
+      workers.emplace_back([this, &part, bytes, begin, end] {
+        count_into(bytes + begin * sizeof(Bits), end - begin, part.hist.data(), part.bucket.data(), part.max_finite);
+      });
+    }
+    count_into(bytes, std::min(n, per), hist_.data(), bucket_.data(), max_finite_);
+    workers.clear();
+    for (const Part& part : extra) {
+      for (std::size_t i = 0; i < hist_.size(); ++i) hist_[i] += part.hist[i];
+      for (std::size_t i = 0; i < bucket_.size(); ++i) bucket_[i] += part.bucket[i];
+      max_finite_ = std::max(max_finite_, part.max_finite);
+    }
+  }
+  count_ += n;
+}
+
+template <class Bits>
+void ThresholdCounter<Bits>::count_into(const std::byte* bytes, std::size_t n, std::uint64_t* hist,
+                                        std::uint64_t* bucket, Bits& max_finite) const {
   constexpr std::size_t tables = hist_tables<Bits>;
   constexpr std::size_t stride = bins + 1;
-  std::uint64_t* const hist = hist_.data();
   std::uint16_t bin[block];
   Bits side[block + 16];  // + 16: the AVX-512 scan stores whole vectors
   for (std::size_t start = 0; start < n; start += block) {
@@ -101,10 +153,10 @@ void ThresholdCounter<Bits>::add_raw(const std::byte* bytes, std::size_t n) {
     const std::byte* const in = bytes + start * sizeof(Bits);
     std::size_t k;
     if constexpr (sizeof(Bits) == 4) {
-      k = path_ == ScanPath::avx512 ? detail::scan_block_f32_avx512(in, m, split_bits_.data(), bin, side, max_finite_)
-                                    : detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite_);
+      k = path_ == ScanPath::avx512 ? detail::scan_block_f32_avx512(in, m, split_bits_.data(), bin, side, max_finite)
+                                    : detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
     } else {
-      k = detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite_);
+      k = detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
     }
     std::size_t i = 0;
     for (; i + tables <= m; i += tables)
@@ -116,10 +168,9 @@ void ThresholdCounter<Bits>::add_raw(const std::byte* bytes, std::size_t n) {
       // follows them, all above the bin): invariant j <= #(thresholds <= a) < j + 2 step.
       std::size_t j = base_[static_cast<std::size_t>(a >> shift)];
       for (std::size_t step = search_width_ / 2; step > 0; step /= 2) j += thresholds_[j + step - 1] <= a ? step : 0;
-      ++bucket_[j];
+      ++bucket[j];
     }
   }
-  count_ += n;
 }
 
 template <class Bits>

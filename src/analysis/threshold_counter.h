@@ -14,7 +14,9 @@
 // side list, the finite maximum) without branches, on AVX-512 where the CPU
 // has it (threshold_counter_x86.cpp) and otherwise by its portable twin; the
 // histogram increments are then spread over several tables so that repeats
-// of a bin do not wait on each other's stores.
+// of a bin do not wait on each other's stores. A large add_raw is split
+// between threads with their own tables, merged afterwards: every count is
+// exact and order-free, so the result does not depend on the thread count.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +32,12 @@ enum class ScanPath { automatic, portable, avx512 };
 
 // True when this CPU runs the AVX-512 scan.
 bool cpu_has_avx512_scan();
+
+// The thread count new counters start with (at first: the hardware's, at
+// most 4). For programs that build counters indirectly (analyze_path) and
+// want another count, e.g. a benchmark comparing one thread with two.
+void set_default_counter_threads(std::size_t threads);
+std::size_t default_counter_threads();
 
 template <class Bits>  // std::uint32_t for float, std::uint64_t for double
 class ThresholdCounter {
@@ -54,6 +62,11 @@ class ThresholdCounter {
   // The largest finite |x| bit pattern seen (0 when none).
   Bits max_finite() const { return max_finite_; }
   ScanPath path() const { return path_; }
+  // Threads one add_raw may use (default_counter_threads() at construction); each
+  // takes at least `min_per_thread` elements, so small calls stay on one.
+  void set_threads(std::size_t threads);
+  std::size_t threads() const { return threads_; }
+  static constexpr std::size_t min_per_thread = std::size_t{1} << 18;
 
  private:
   std::vector<Bits> thresholds_;      // followed by `search_width_ - 1` copies of ~0 (above every |x|)
@@ -65,8 +78,13 @@ class ThresholdCounter {
   std::vector<std::uint64_t> hist_;   // elements per bin (split bins' counts unused)
   std::vector<std::uint64_t> bucket_; // split elements per bucket j: #thresholds <= |x| is j
   ScanPath path_ = ScanPath::portable;
+  std::size_t threads_ = 1;
   Bits max_finite_ = 0;
   std::uint64_t count_ = 0;
+
+  // Counts n elements into the given tables (hist_'s and bucket_'s shapes).
+  void count_into(const std::byte* bytes, std::size_t n, std::uint64_t* hist, std::uint64_t* bucket,
+                  Bits& max_finite) const;
 };
 
 extern template class ThresholdCounter<std::uint32_t>;
