@@ -4,6 +4,7 @@
 // random tensors, for several formats and scales, float and double inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -188,6 +189,188 @@ TEST(ScaleSweep, EqualsBruteForceOnBoundariesAndRandomValues) {
     }
   }
   EXPECT_EQ(compared, 7 * 8 * 2);
+}
+
+// Thresholds that split bins in every way the counter distinguishes: twenty
+// inside bin 0 (float subnormals, as the exponent-bin edges of scale 1 are),
+// several inside the bin of 1.0, bin boundaries (not split), the largest
+// finite value, infinity and the NaNs.
+std::vector<std::uint32_t> awkward_float_thresholds() {
+  std::vector<std::uint32_t> t;
+  for (std::uint32_t p = 1; p <= 21; ++p) t.push_back(p);
+  for (const std::uint32_t p : {0x00100000u, 0x3f800000u, 0x3f800001u, 0x3f800002u, 0x3f87ffffu, 0x3f900000u,
+                                0x40000000u, 0x40012345u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fc00000u})
+    t.push_back(p);
+  return t;
+}
+
+// Seeded float32 bit patterns: any pattern (NaNs and infinities included),
+// each threshold and its neighbours with either sign, zeros of both signs,
+// tiny subnormals, and values near 1.
+std::vector<std::uint32_t> awkward_float_values(std::size_t n, std::uint64_t seed) {
+  const std::vector<std::uint32_t> t = awkward_float_thresholds();
+  std::mt19937_64 rng(seed);
+  std::vector<std::uint32_t> x(n);
+  for (std::uint32_t& v : x) {
+    const std::uint32_t sign = rng() % 2 ? 0x80000000u : 0u;
+    switch (rng() % 6) {
+      case 0: v = static_cast<std::uint32_t>(rng()); break;
+      case 1: v = sign | (t[rng() % t.size()] + static_cast<std::uint32_t>(rng() % 3) - 1u); break;
+      case 2: v = sign; break;
+      case 3: v = sign | static_cast<std::uint32_t>(rng() % 40); break;
+      case 4: v = sign | static_cast<std::uint32_t>(0x3f800000u + rng() % 0x200000u - 0x100000u); break;
+      default: v = sign | (0x7f800000u + static_cast<std::uint32_t>(rng() % 4)); break;  // inf or NaN
+    }
+  }
+  return x;
+}
+
+template <class Bits>
+std::vector<std::uint64_t> brute_below(const std::vector<Bits>& values, const std::vector<Bits>& thresholds) {
+  constexpr Bits magnitude = static_cast<Bits>(~Bits{0} >> 1);
+  std::vector<std::uint64_t> out;
+  for (const Bits t : thresholds) {
+    std::uint64_t c = 0;
+    for (const Bits v : values) c += (v & magnitude) < t;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::uint32_t brute_max_finite(const std::vector<std::uint32_t>& values) {
+  std::uint32_t mx = 0;
+  for (const std::uint32_t v : values)
+    if ((v & 0x7fffffffu) < 0x7f800000u) mx = std::max(mx, v & 0x7fffffffu);
+  return mx;
+}
+
+// Lengths around the vector width (16) and the block (4096), fed in two
+// uneven pieces, so that tails and block ends are crossed on both paths.
+const std::vector<std::size_t> awkward_lengths = {0, 1, 15, 16, 17, 31, 33, 4095, 4096, 4097, 8192 + 16 + 7, 20011};
+
+std::vector<analysis::ScanPath> float_paths() {
+  std::vector<analysis::ScanPath> p = {analysis::ScanPath::portable};
+  if (analysis::cpu_has_avx512_scan()) p.push_back(analysis::ScanPath::avx512);
+  return p;
+}
+
+TEST(ThresholdCounter, EachScanPathEqualsBruteForceAcrossTailsAndSplitBins) {
+  const std::vector<std::uint32_t> t = awkward_float_thresholds();
+  for (const std::size_t n : awkward_lengths) {
+    const std::vector<std::uint32_t> x = awkward_float_values(n, 7 + n);
+    const std::vector<std::uint64_t> expected = brute_below(x, t);
+    for (const analysis::ScanPath path : float_paths()) {
+      analysis::ThresholdCounter<std::uint32_t> c(t, path);
+      ASSERT_EQ(c.path(), path);
+      const std::size_t first = n / 3 + (n % 2);
+      c.add_raw(reinterpret_cast<const std::byte*>(x.data()), first);
+      c.add_raw(reinterpret_cast<const std::byte*>(x.data() + first), n - first);
+      EXPECT_EQ(c.count(), n);
+      EXPECT_EQ(c.below(), expected) << "n " << n << " path " << static_cast<int>(path);
+      EXPECT_EQ(c.max_finite(), brute_max_finite(x)) << "n " << n << " path " << static_cast<int>(path);
+    }
+  }
+}
+
+TEST(ThresholdCounter, AllZerosAndAllNonFinite) {
+  const std::vector<std::uint32_t> t = awkward_float_thresholds();
+  for (const analysis::ScanPath path : float_paths()) {
+    std::vector<std::uint32_t> zeros(4133);
+    for (std::size_t i = 0; i < zeros.size(); i += 2) zeros[i] = 0x80000000u;  // -0 too
+    analysis::ThresholdCounter<std::uint32_t> z(t, path);
+    z.add_raw(reinterpret_cast<const std::byte*>(zeros.data()), zeros.size());
+    EXPECT_EQ(z.below(), std::vector<std::uint64_t>(t.size(), zeros.size()));  // 0 lies below every threshold
+    EXPECT_EQ(z.max_finite(), 0u);
+
+    const std::vector<std::uint32_t> nonfinite = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffffffffu, 0x7f800001u};
+    std::vector<std::uint32_t> x;
+    for (int i = 0; i < 1000; ++i) x.push_back(nonfinite[static_cast<std::size_t>(i) % nonfinite.size()]);
+    analysis::ThresholdCounter<std::uint32_t> c(t, path);
+    c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
+    EXPECT_EQ(c.max_finite(), 0u);  // no finite value seen
+    const std::vector<std::uint64_t> below = c.below();
+    // Thresholds ..., 0x7f800000 (inf), 0x7f800001, 0x7fc00000: 400 infinities, then 200
+    // at 0x7f800001 (below 0x7fc00000), 400 at or above 0x7fc00000.
+    ASSERT_EQ(below.size(), t.size());
+    EXPECT_EQ(below[t.size() - 4], 0u);
+    EXPECT_EQ(below[t.size() - 3], 0u);
+    EXPECT_EQ(below[t.size() - 2], 400u);
+    EXPECT_EQ(below[t.size() - 1], 600u);
+  }
+}
+
+// The rule for SIMD kernels: the AVX-512 scan and its portable twin give the
+// same bins, the same side list in the same order and the same maximum.
+TEST(ThresholdCounter, Avx512ScanEqualsPortableBitForBit) {
+  if (!analysis::cpu_has_avx512_scan()) GTEST_SKIP() << "this CPU has no AVX-512";
+  using C = analysis::ThresholdCounter<std::uint32_t>;
+  // Split bins from the awkward thresholds: 0 (inside: 2..21), 0x3f8, 0x400, 0x7f7, 0x7f8 (0x7f800001).
+  std::vector<std::uint32_t> split_bits((C::bins + 1 + 31) / 32);
+  for (const std::size_t b : {0u, 0x3f8u, 0x400u, 0x7f7u, 0x7f8u, 0x7fcu}) split_bits[b / 32] |= 1u << (b % 32);
+  std::size_t total_side = 0;
+  for (const std::size_t m : {0u, 1u, 15u, 16u, 17u, 47u, 1000u, 4096u}) {
+    const std::vector<std::uint32_t> x = awkward_float_values(m, 100 + m);
+    const auto* in = reinterpret_cast<const std::byte*>(x.data());
+    std::vector<std::uint16_t> bin_p(m + 1), bin_v(m + 1);
+    std::vector<std::uint32_t> side_p(m + 16), side_v(m + 16);
+    std::uint32_t max_p = 5, max_v = 5;  // a maximum carried in from earlier blocks
+    const std::size_t kp = analysis::detail::scan_block_portable<std::uint32_t>(in, m, split_bits.data(), bin_p.data(),
+                                                                                side_p.data(), max_p);
+    const std::size_t kv = analysis::detail::scan_block_f32_avx512(in, m, split_bits.data(), bin_v.data(),
+                                                                   side_v.data(), max_v);
+    ASSERT_EQ(kp, kv) << m;
+    EXPECT_EQ(bin_p, bin_v) << m;
+    EXPECT_TRUE(std::equal(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp), side_v.begin())) << m;
+    EXPECT_EQ(max_p, max_v) << m;
+    EXPECT_EQ(max_p, std::max(5u, brute_max_finite(x))) << m;
+    // Independently of both: the side list holds exactly the non-zero magnitudes in split bins.
+    std::vector<std::uint32_t> want;
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t a = x[i] & 0x7fffffffu;
+      EXPECT_EQ(bin_p[i], a == 0 ? C::bins : a >> C::shift) << m << " " << i;
+      if (a != 0 && ((split_bits[(a >> C::shift) / 32] >> ((a >> C::shift) % 32)) & 1u)) want.push_back(a);
+    }
+    EXPECT_EQ(std::vector<std::uint32_t>(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp)), want) << m;
+    total_side += kp;
+  }
+  EXPECT_GT(total_side, 100u);  // the side list was exercised
+}
+
+TEST(ThresholdCounter, DoubleEqualsBruteForceAndRefusesAvx512) {
+  // Thresholds inside double bin 0 and inside the bin of 1.0, and infinity.
+  const std::vector<std::uint64_t> t = {1, 2, 3, 0x3ff0000000000000ull, 0x3ff0000000000001ull, 0x3ff0000000001000ull,
+                                        0x7ff0000000000000ull, 0x7ff0000000000001ull};
+  std::mt19937_64 rng(11);
+  std::vector<std::uint64_t> x;
+  for (int i = 0; i < 5003; ++i) {
+    const std::uint64_t sign = rng() % 2 ? 0x8000000000000000ull : 0;
+    const std::uint64_t pick = t[rng() % t.size()] + rng() % 3 - 1;
+    x.push_back(sign | (rng() % 4 == 0 ? rng() >> 1 : rng() % 4 == 0 ? 0 : pick));
+  }
+  analysis::ThresholdCounter<std::uint64_t> c(t);
+  EXPECT_EQ(c.path(), analysis::ScanPath::portable);
+  c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
+  EXPECT_EQ(c.below(), brute_below(x, t));
+  EXPECT_THROW(analysis::ThresholdCounter<std::uint64_t>(t, analysis::ScanPath::avx512), std::invalid_argument);
+}
+
+// A large add_raw split between threads counts the same as one thread, and
+// as the definition; the parts end inside blocks and vectors (odd length).
+TEST(ThresholdCounter, ThreadsCountTheSame) {
+  using C = analysis::ThresholdCounter<std::uint32_t>;
+  const std::vector<std::uint32_t> t = awkward_float_thresholds();
+  const std::vector<std::uint32_t> x = awkward_float_values(3 * C::min_per_thread + 4096 + 123, 99);
+  const std::vector<std::uint64_t> expected = brute_below(x, t);
+  for (const std::size_t threads : {1u, 2u, 3u, 4u}) {
+    C c(t);
+    c.set_threads(threads);
+    c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
+    EXPECT_EQ(c.count(), x.size());
+    EXPECT_EQ(c.below(), expected) << threads << " threads";
+    EXPECT_EQ(c.max_finite(), brute_max_finite(x)) << threads << " threads";
+  }
+  C c(t);
+  EXPECT_THROW(c.set_threads(0), std::invalid_argument);
 }
 
 }  // namespace

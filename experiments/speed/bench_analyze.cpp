@@ -1,16 +1,18 @@
 // `mpverify analyze` speed on a large float32 .npy against a plain read of
 // the same file in the same run (the goal: at least half of it).
 //
-//   bench_analyze [--bytes N] [--file PATH] [--repeats R] [--seed S]
+//   bench_analyze [--bytes N] [--file PATH] [--repeats R] [--seed S] [--threads T1,T2,...]
 //
 // Writes a float32 .npy of N bytes (default 1 GiB; gradient-like values:
 // seeded normal significands over 2^-40 .. 2^4, 5% exact zeros) to PATH
-// (default /tmp), then alternates R times (default 3): a plain read (summing
-// every 8-byte word of the mapped file) and analyze_path at 8 power-of-two
-// scales 1, 8, ..., 2^21 into fp16; reports the best of each as bytes/s,
-// their ratio, and the anonymous memory (RssAnon) the analysis added, to show
-// that the file is mapped, not copied. Deletes the file at the end. Both
-// reads see the page cache warm after the first pass.
+// (default /tmp), then alternates R times (default 3), for each thread count
+// T (default 1,2): a plain read with T threads (each summing the 8-byte words
+// of its share of the mapped file) and analyze_path with T counting threads
+// at 8 power-of-two scales 1, 8, ..., 2^21 into fp16; reports the best of
+// each as bytes/s, their ratio at equal thread counts, and the anonymous
+// memory (RssAnon) the analysis added, to show that the file is mapped, not
+// copied. Deletes the file at the end. Both reads see the page cache warm
+// after the first pass.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -19,10 +21,12 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/dump_analysis.h"
 #include "analysis/scale_sweep.h"
+#include "analysis/threshold_counter.h"
 #include "formats/format.h"
 #include "io/mapped_file.h"
 #include "io/npy.h"
@@ -41,6 +45,31 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Sums the 8-byte words of the mapped file with `threads` threads.
+std::uint64_t plain_read(const std::filesystem::path& file, std::size_t threads) {
+  const mpverify::io::MappedFile m(file);
+  const auto b = m.bytes();
+  const std::size_t words = b.size() / 8, per = (words + threads - 1) / threads;
+  std::vector<std::uint64_t> sums(threads);
+  {
+    std::vector<std::jthread> workers;
+    for (std::size_t t = 0; t < threads; ++t)
+      workers.emplace_back([&sums, t, p = b.data() + 8 * std::min(words, t * per),
+                            count = std::min(words, (t + 1) * per) - std::min(words, t * per)] {
+        std::uint64_t sum = 0;  // a loop the compiler vectorizes
+        for (std::size_t i = 0; i < count; ++i) {
+          std::uint64_t w;
+          std::memcpy(&w, p + 8 * i, 8);
+          sum += w;
+        }
+        sums[t] = sum;
+      });
+  }
+  std::uint64_t sum = 0;
+  for (const std::uint64_t s : sums) sum += s;
+  return sum;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,12 +78,21 @@ int main(int argc, char** argv) {
   std::string file = (std::filesystem::temp_directory_path() / "mpverify_bench_analyze.npy").string();
   int repeats = 3;
   std::uint64_t seed = 1;
+  std::vector<std::size_t> thread_counts = {1, 2};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--bytes") bytes = std::stoull(argv[i + 1]);
     else if (a == "--file") file = argv[i + 1];
     else if (a == "--repeats") repeats = std::stoi(argv[i + 1]);
     else if (a == "--seed") seed = std::stoull(argv[i + 1]);
+    else if (a == "--threads") {
+      thread_counts.clear();
+      for (std::size_t p = 0; p < std::strlen(argv[i + 1]);) {
+        std::size_t used = 0;
+        thread_counts.push_back(std::stoul(argv[i + 1] + p, &used));
+        p += used + 1;
+      }
+    }
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
   const std::size_t n = bytes / 4;
@@ -76,38 +114,42 @@ int main(int argc, char** argv) {
   const double file_bytes = static_cast<double>(std::filesystem::file_size(file));
   const analysis::SweepPlan plan(formats::parse_format("fp16"),
                                  {1.0, 8.0, 64.0, 512.0, 4096.0, 32768.0, 262144.0, 2097152.0});
-  double best_read = 1e300, best_analyze = 1e300;
+  const std::size_t runs = thread_counts.size();
+  std::vector<double> best_read(runs, 1e300), best_analyze(runs, 1e300);
   std::uint64_t checksum = 0, underflow = 0;
   long anon_added_kib = 0;
   for (int r = 0; r < repeats; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    {
-      const io::MappedFile m(file);
-      const auto b = m.bytes();
-      std::uint64_t sum = 0;
-      for (std::size_t i = 0; i + 8 <= b.size(); i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, b.data() + i, 8);
-        sum += w;
+    for (std::size_t c = 0; c < runs; ++c) {
+      auto t0 = std::chrono::steady_clock::now();
+      checksum += plain_read(file, thread_counts[c]);
+      best_read[c] = std::min(best_read[c], seconds_since(t0));
+      analysis::set_default_counter_threads(thread_counts[c]);
+      const long anon_before = rss_anon_kib();
+      t0 = std::chrono::steady_clock::now();
+      const analysis::DumpAnalysis a = analysis::analyze_path(file, plan);
+      best_analyze[c] = std::min(best_analyze[c], seconds_since(t0));
+      anon_added_kib = std::max(anon_added_kib, rss_anon_kib() - anon_before);
+      if (r == 0 && c == 0) underflow = a.total[0].underflow_to_zero;
+      if (a.total[0].underflow_to_zero != underflow) {
+        std::fprintf(stderr, "analyze with %zu threads counted differently\n", thread_counts[c]);
+        return 1;
       }
-      checksum += sum;
     }
-    best_read = std::min(best_read, seconds_since(t0));
-    const long anon_before = rss_anon_kib();
-    t0 = std::chrono::steady_clock::now();
-    const analysis::DumpAnalysis a = analysis::analyze_path(file, plan);
-    best_analyze = std::min(best_analyze, seconds_since(t0));
-    anon_added_kib = std::max(anon_added_kib, rss_anon_kib() - anon_before);
-    underflow = a.total[0].underflow_to_zero;
   }
   std::filesystem::remove(file);
-  const double read_bps = file_bytes / best_read, analyze_bps = file_bytes / best_analyze;
-  std::printf("file: %.0f bytes (%zu float32 values), %d repeats, best of each\n", file_bytes, n, repeats);
-  std::printf("plain read (sum of mapped words): %.3f s, %.2f GB/s   (checksum %llu)\n", best_read, read_bps / 1e9,
-              static_cast<unsigned long long>(checksum));
-  std::printf("analyze, fp16, 8 scales:          %.3f s, %.2f GB/s   (underflow to zero at 1: %llu)\n", best_analyze,
-              analyze_bps / 1e9, static_cast<unsigned long long>(underflow));
-  std::printf("ratio analyze / plain read: %.2f (goal >= 0.5)\n", analyze_bps / read_bps);
+  std::printf("file: %.0f bytes (%zu float32 values), %d repeats, best of each (checksum %llu)\n", file_bytes, n,
+              repeats, static_cast<unsigned long long>(checksum));
+  for (std::size_t c = 0; c < runs; ++c) {
+    const double read_bps = file_bytes / best_read[c], analyze_bps = file_bytes / best_analyze[c];
+    std::printf("%zu thread(s): plain read (sum of mapped words) %.3f s, %.2f GB/s; analyze, fp16, 8 scales %.3f s, "
+                "%.2f GB/s; ratio %.2f (goal >= 0.5)\n",
+                thread_counts[c], best_read[c], read_bps / 1e9, best_analyze[c], analyze_bps / 1e9,
+                analyze_bps / read_bps);
+  }
+  if (runs > 1)
+    std::printf("analyze with %zu threads / plain read with %zu: %.2f\n", thread_counts.back(), thread_counts.front(),
+                best_read.front() / best_analyze.back());
+  std::printf("underflow to zero at scale 1: %llu\n", static_cast<unsigned long long>(underflow));
   std::printf("anonymous memory added by analyze: %ld KiB\n", anon_added_kib);
   return 0;
 }
