@@ -151,6 +151,14 @@ std::string gate_row(const metrics::GateResult& g) {
   return row;
 }
 
+// Starts with a capital and ends with a full stop.
+std::string sentence(std::string text) {
+  if (text.empty()) return text;
+  if (text.front() >= 'a' && text.front() <= 'z') text.front() = static_cast<char>(text.front() - 'a' + 'A');
+  if (text.back() != '.') text += '.';
+  return text;
+}
+
 // Appends " text |" (piecewise: GCC 12's false -Wrestrict on "literal" + string).
 void add_cell(std::string& row, const std::string& text) {
   row += ' ';
@@ -372,12 +380,13 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   md += "The parity gate (`metrics/parity_gate.h`, the library call behind `mpverify gate`) on held-out test "
         "accuracy: margin ±" + general(c.margin) + " percentage points, alpha " + general(c.alpha) + ", method " +
         (main_gate.test ? std::string(metrics::to_string(main_gate.test->method)) : std::string("-")) +
-        " (the same seeds on both sides). " + main_gate.reason + "\n\n";
+        " (the same seeds on both sides). " + sentence(main_gate.reason) + "\n\n";
   if (main_gate.verdict == metrics::Verdict::inconclusive)
     md += "**Inconclusive is an honest outcome here, not a failure of the job**: with " + std::to_string(c.seeds) +
           " seeds per side the interval is wide. The gate's calibration on real runs "
           "([gate-calibration-real.md](gate-calibration-real.md)) needed 15 seeds per side for the MNIST MLP; run "
-          "`mpverify study --seeds 15` (about 4x the time) for a decision.\n\n";
+          "`mpverify study --seeds 15` (" + fixed(15.0 / static_cast<double>(c.seeds), 1) +
+          " times the runs of this one) for a decision.\n\n";
   md += "| metric | candidate | verdict | candidate − baseline | " + general(100 * (1 - 2 * c.alpha)) +
         "% CI | margin | method |\n|---|---|---|---:|---|---|---|\n";
   for (std::size_t k = 0; k < accuracy_gates.size(); ++k) md += gate_row(accuracy_gates[k]) + "\n" + gate_row(loss_gates[k]) + "\n";
@@ -402,8 +411,8 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
           "On a machine with a usable GPU the study adds it automatically.\n";
   }
   md += "- Seeds 1–" + std::to_string(c.seeds) + " on every side (paired: the same initial weights and batches). "
-        "Seed 1 ran with every recorder on (per-step rates, exponent histograms: the figures below); seeds 2–" +
-        std::to_string(c.seeds) + " ran with `--no-recorders` to fit the time budget (the recorders only observe; "
+        "Seed 1 ran with every recorder on (per-step rates, exponent histograms: the figures below); " +
+        (c.seeds == 2 ? std::string("seed 2") : "seeds 2–" + std::to_string(c.seeds)) + " ran with `--no-recorders` to fit the time budget (the recorders only observe; "
         "they change no number the training computes).\n";
   md += "- Why these sizes: an o2 CNN step on the emulator costs about 0.4 s with the recorders on and a fp32 step "
         "on the reference about 0.1 s on one core, so " + std::to_string(c.seeds) + " seeds × " +
