@@ -112,6 +112,27 @@ TEST(SvgLineChart, Log2AxisPlacesPowersOfTwoOnTicksAndSkipsNonPositiveValues) {
   EXPECT_NE(std::find(labels.begin(), labels.end(), "2^16"), labels.end());
 }
 
+TEST(SvgLineChart, Log10AxisForRatesSpanningDecades) {
+  LineChart chart{"rates", "step", "rate", false, {}};
+  chart.log10_y = true;
+  chart.series.push_back({"underflow", {{0, 1e-5}, {1, 0}, {2, 1e-3}, {3, 1e-1}}, false});
+  const XmlElement root = XmlReader(mpverify::report::svg_line_chart(chart)).parse();
+  const auto lines = all_named(root, "polyline");
+  ASSERT_EQ(lines.size(), 1u);  // (0, 1e-5) alone (a circle), then (2, 1e-3), (3, 1e-1)
+  const auto p = polyline_points(*lines[0]);
+  ASSERT_EQ(p.size(), 2u);
+  // log10 y spans [-5, -1]; 1e-3 is halfway.
+  EXPECT_NEAR(p[0].second, py(-3, -5, -1), kPrinted);
+  EXPECT_NEAR(p[1].second, py(-1, -5, -1), kPrinted);
+  ASSERT_EQ(all_named(root, "circle").size(), 1u);
+  EXPECT_NEAR(std::stod(all_named(root, "circle")[0]->attributes.at("cy")), py(-5, -5, -1), kPrinted);
+  std::vector<std::string> labels;
+  for (const XmlElement* t : all_named(root, "text")) labels.push_back(t->text);
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "1e-3"), labels.end());
+  chart.log2_y = true;
+  EXPECT_THROW((void)mpverify::report::svg_line_chart(chart), std::invalid_argument);
+}
+
 TEST(SvgLineChart, TextIsEscapedAndDegenerateDataStillDraws) {
   const std::string label = "fp16 <o2> & \"master\"";
   LineChart chart{"a < b & c", "x", "y", false, {}};

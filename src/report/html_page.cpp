@@ -276,7 +276,7 @@ const char* const kStyle =
     "th,td{border:1px solid #d1d9e0;padding:4px 10px}"
     "tr:nth-child(2n){background:#f6f8fa}"
     "code{background:#eff1f3;padding:1px 4px;border-radius:4px;font-size:90%}"
-    "pre{background:#f6f8fa;padding:12px;overflow-x:auto;line-height:1.3}"
+    "pre{background:#f6f8fa;padding:12px;overflow-x:auto;line-height:1.3;white-space:pre-wrap}"
     "pre code{background:none;padding:0}"
     "figure{margin:12px 0}figure svg{max-width:100%;height:auto}"
     "nav li{margin:2px 0}";

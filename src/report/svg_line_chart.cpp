@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 
 #include "report/svg_histogram.h"  // xml_escape
 
@@ -49,7 +50,8 @@ std::vector<double> linear_ticks(const Range& r) {
   return ticks;
 }
 
-std::vector<double> log2_ticks(const Range& r) {
+// Integer exponents, at most about eight of them.
+std::vector<double> log_ticks(const Range& r) {
   const double first = std::ceil(r.lo), last = std::floor(r.hi);
   const double every = std::max(1.0, std::ceil((last - first + 1) / 8));
   std::vector<double> ticks;
@@ -60,13 +62,14 @@ std::vector<double> log2_ticks(const Range& r) {
 }  // namespace
 
 std::string svg_line_chart(const LineChart& chart) {
+  if (chart.log2_y && chart.log10_y) throw std::invalid_argument("svg_line_chart: log2_y and log10_y together");
   const double left = kLineChartLeft, top = kLineChartTop, plot_w = kLineChartPlotWidth,
                plot_h = kLineChartPlotHeight;
   const auto drawn_y = [&](double y) -> std::optional<double> {
     if (!std::isfinite(y)) return std::nullopt;
-    if (!chart.log2_y) return y;
+    if (!chart.log2_y && !chart.log10_y) return y;
     if (y <= 0) return std::nullopt;
-    return std::log2(y);
+    return chart.log2_y ? std::log2(y) : std::log10(y);
   };
   std::optional<Range> xr, yr;
   for (const LineSeries& s : chart.series)
@@ -96,11 +99,12 @@ std::string svg_line_chart(const LineChart& chart) {
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + num(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(chart.title) + "</text>\n";
   // Grid and ticks.
-  for (const double t : chart.log2_y ? log2_ticks(*yr) : linear_ticks(*yr)) {
+  const bool log_y = chart.log2_y || chart.log10_y;
+  for (const double t : log_y ? log_ticks(*yr) : linear_ticks(*yr)) {
     const double y = py(t);
     svg += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + plot_w) + "\" y2=\"" + num(y) +
            "\" stroke=\"#dddddd\"/>\n";
-    std::string label = chart.log2_y ? "2^" + tick_text(t) : tick_text(t);
+    std::string label = chart.log2_y ? "2^" + tick_text(t) : chart.log10_y ? "1e" + tick_text(t) : tick_text(t);
     svg += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" + xml_escape(label) +
            "</text>\n";
   }

@@ -9,12 +9,12 @@
 // area's left edge is at x = kLeft, its top at y = kTop, it is kPlotWidth by
 // kPlotHeight pixels. The axes span exactly the data: [x_min, x_max] of all
 // finite points, and [y_min, y_max] of their finite y (of log2 y on a log2
-// axis, where y <= 0 cannot be drawn); a range of zero width is widened to
+// axis or log10 y on a log10 axis, where y <= 0 cannot be drawn); a range of zero width is widened to
 // [v - 1, v + 1] (log2: v +- 1 binade). A point is drawn at
 //   px = kLeft + (x - x_min) / (x_max - x_min) * kPlotWidth
-//   py = kTop + kPlotHeight - (Y - y_min) / (y_max - y_min) * kPlotHeight,  Y = y or log2(y)
+//   py = kTop + kPlotHeight - (Y - y_min) / (y_max - y_min) * kPlotHeight,  Y = y, log2(y) or log10(y)
 // written with two decimals. A point that cannot be drawn (non-finite, or
-// y <= 0 on a log2 axis) breaks its series' line: each unbroken run of points
+// y <= 0 on a log axis) breaks its series' line: each unbroken run of points
 // is one <polyline> (a single point a small circle). The legend lists the
 // series below the plot, in the order given.
 #pragma once
@@ -33,8 +33,9 @@ struct LineSeries {
 
 struct LineChart {
   std::string title, x_label, y_label;
-  bool log2_y = false;  // ticks at powers of two, labelled 2^k
+  bool log2_y = false;   // ticks at powers of two, labelled 2^k
   std::vector<LineSeries> series;
+  bool log10_y = false;  // ticks at powers of ten, labelled 1e-k (for rates spanning decades); not with log2_y
 };
 
 inline constexpr double kLineChartLeft = 80, kLineChartTop = 40;
