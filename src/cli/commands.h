@@ -35,5 +35,7 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands);
 void add_analyze_command(CLI::App& root, std::vector<Command>& commands);
 void add_swamp_command(CLI::App& root, std::vector<Command>& commands);
 void add_feature_extractor_command(CLI::App& root, std::vector<Command>& commands);
+void add_study_command(CLI::App& root, std::vector<Command>& commands);
+void add_report_page_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli

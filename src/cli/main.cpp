@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   add_analyze_command(root, commands);
   add_swamp_command(root, commands);
   add_feature_extractor_command(root, commands);
+  add_study_command(root, commands);
+  add_report_page_command(root, commands);
 
   // CLI11 reports an unknown command as "a subcommand is required"; name it.
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,0 +1,46 @@
+// mpverify report-page [DIR] [--first study.md] [--out DIR/index.html]
+// Every Markdown report of a directory on one self-contained HTML page, the
+// figures (local .svg files) inlined (report/html_page.h does the work).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "record/run_log.h"
+#include "report/html_page.h"
+
+namespace mpverify::cli {
+
+void add_report_page_command(CLI::App& root, std::vector<Command>& commands) {
+  struct Options {
+    std::string dir = "reports", first = "study.md", out, title = "mpverify reports";
+  };
+  auto o = std::make_shared<Options>();
+  auto* app = root.add_subcommand(
+      "report-page",
+      "Turn every *.md report of a directory into one self-contained HTML page (figures inlined, nothing\n"
+      "fetched). Example: mpverify report-page reports   # writes reports/index.html");
+  app->add_option("dir", o->dir, "The reports' directory")->capture_default_str();
+  app->add_option("--first", o->first, "The report put first (when present); the others follow by name")
+      ->capture_default_str();
+  app->add_option("--out", o->out, "The page (default: DIR/index.html)");
+  app->add_option("--title", o->title, "The page's title")->capture_default_str();
+  commands.push_back({app, [o]() {
+    namespace fs = std::filesystem;
+    if (!fs::is_directory(o->dir)) throw UsageError("'" + o->dir + "' is not a directory of reports");
+    const std::vector<fs::path> files = report::report_files(o->dir, o->first);
+    if (files.empty()) throw UsageError("'" + o->dir + "' holds no *.md report");
+    std::string page;
+    try {
+      page = report::html_page(o->title, files);
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
+    const fs::path out = o->out.empty() ? fs::path(o->dir) / "index.html" : fs::path(o->out);
+    record::write_file_atomically(out, page);
+    std::cout << "wrote " << out.string() << " (" << files.size() << " reports)\n";
+    return 0;
+  }});
+}
+
+}  // namespace mpverify::cli

@@ -1,0 +1,365 @@
+#include "report/html_page.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace mpverify::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+class Converter {
+ public:
+  Converter(std::string document, const std::vector<std::string>& documents, const ImageInliner& image)
+      : document_(std::move(document)), documents_(documents), image_(image) {}
+
+  std::string inline_text(std::string_view s) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < s.size()) {
+      const char c = s[i];
+      if (c == '`') {
+        const std::size_t end = s.find('`', i + 1);
+        if (end != std::string_view::npos) {
+          out += "<code>" + html_escape(s.substr(i + 1, end - i - 1)) + "</code>";
+          i = end + 1;
+          continue;
+        }
+      } else if (starts_with(s.substr(i), "**")) {
+        const std::size_t end = s.find("**", i + 2);
+        if (end != std::string_view::npos && end > i + 2) {
+          out += "<strong>" + inline_text(s.substr(i + 2, end - i - 2)) + "</strong>";
+          i = end + 2;
+          continue;
+        }
+      } else if (c == '*' && i + 1 < s.size() && s[i + 1] != ' ') {
+        const std::size_t end = s.find('*', i + 1);
+        if (end != std::string_view::npos && s[end - 1] != ' ') {
+          out += "<em>" + inline_text(s.substr(i + 1, end - i - 1)) + "</em>";
+          i = end + 1;
+          continue;
+        }
+      } else if (c == '[' || (c == '!' && i + 1 < s.size() && s[i + 1] == '[')) {
+        const bool is_image = c == '!';
+        const std::size_t open = is_image ? i + 1 : i;
+        const std::size_t close = s.find("](", open);
+        const std::size_t end = close == std::string_view::npos ? close : s.find(')', close + 2);
+        if (close != std::string_view::npos && end != std::string_view::npos) {
+          const std::string label(s.substr(open + 1, close - open - 1));
+          const std::string target(s.substr(close + 2, end - close - 2));
+          out += is_image ? image_(target, label) : link(label, target);
+          i = end + 1;
+          continue;
+        }
+      }
+      out += html_escape(s.substr(i, 1));
+      ++i;
+    }
+    return out;
+  }
+
+  std::string convert(std::string_view markdown) {
+    std::vector<std::string_view> lines;
+    for (std::size_t pos = 0; pos < markdown.size();) {
+      const std::size_t nl = std::min(markdown.find('\n', pos), markdown.size());
+      std::string_view line = markdown.substr(pos, nl - pos);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      lines.push_back(line);
+      pos = nl + 1;
+    }
+    std::string out;
+    std::size_t i = 0;
+    const auto is_blank = [&](std::size_t k) { return trim(lines[k]).empty(); };
+    while (i < lines.size()) {
+      const std::string_view line = lines[i];
+      const std::string_view t = trim(line);
+      if (t.empty()) {
+        ++i;
+      } else if (starts_with(t, "```")) {
+        std::string code;
+        ++i;
+        while (i < lines.size() && !starts_with(trim(lines[i]), "```")) {
+          code += html_escape(lines[i]);
+          code += '\n';
+          ++i;
+        }
+        ++i;  // the closing fence
+        out += "<pre><code>" + code + "</code></pre>\n";
+      } else if (heading_level(t) > 0) {
+        const int level = heading_level(t);
+        const std::string_view text = trim(t.substr(static_cast<std::size_t>(level)));
+        const std::string id = unique_id(text);
+        const std::string tag = "h" + std::to_string(level);
+        out += "<" + tag + " id=\"" + id + "\">" + inline_text(text) + "</" + tag + ">\n";
+        ++i;
+      } else if (t.front() == '|' && i + 1 < lines.size() && is_separator(trim(lines[i + 1]))) {
+        const std::vector<std::string> align = alignments(trim(lines[i + 1]));
+        out += "<table>\n<thead><tr>";
+        std::size_t col = 0;
+        for (const std::string& cell : cells(t)) out += "<th" + align_attr(align, col++) + ">" + inline_text(cell) + "</th>";
+        out += "</tr></thead>\n<tbody>\n";
+        i += 2;
+        while (i < lines.size() && !trim(lines[i]).empty() && trim(lines[i]).front() == '|') {
+          out += "<tr>";
+          col = 0;
+          for (const std::string& cell : cells(trim(lines[i])))
+            out += "<td" + align_attr(align, col++) + ">" + inline_text(cell) + "</td>";
+          out += "</tr>\n";
+          ++i;
+        }
+        out += "</tbody>\n</table>\n";
+      } else if (list_marker(line) != 0) {
+        const bool ordered = list_marker(line) == 2;
+        out += ordered ? "<ol>\n" : "<ul>\n";
+        while (i < lines.size() && list_marker(lines[i]) == (ordered ? 2 : 1)) {
+          std::string item(item_text(lines[i]));
+          ++i;
+          while (i < lines.size() && !is_blank(i) && (lines[i].front() == ' ' || lines[i].front() == '\t') &&
+                 list_marker(lines[i]) == 0) {
+            item += '\n';
+            item += trim(lines[i]);
+            ++i;
+          }
+          out += "<li>" + inline_text(item) + "</li>\n";
+        }
+        out += ordered ? "</ol>\n" : "</ul>\n";
+      } else if (starts_with(t, "![") && t.back() == ')' && t.find("](") != std::string_view::npos &&
+                 t.find(')') == t.size() - 1) {
+        out += "<figure>" + inline_text(t) + "</figure>\n";
+        ++i;
+      } else {
+        std::string paragraph(t);
+        ++i;
+        while (i < lines.size() && !is_blank(i) && paragraph_continues(lines[i])) {
+          paragraph += '\n';
+          paragraph += trim(lines[i]);
+          ++i;
+        }
+        out += "<p>" + inline_text(paragraph) + "</p>\n";
+      }
+    }
+    return out;
+  }
+
+ private:
+  static int heading_level(std::string_view t) {
+    int n = 0;
+    while (n < static_cast<int>(t.size()) && t[static_cast<std::size_t>(n)] == '#') ++n;
+    if (n == 0 || n > 6 || static_cast<std::size_t>(n) >= t.size() || t[static_cast<std::size_t>(n)] != ' ') return 0;
+    return n;
+  }
+  // 1: a bullet item, 2: an ordered item, 0: neither. Items start in column 0.
+  static int list_marker(std::string_view line) {
+    if (starts_with(line, "- ") || starts_with(line, "* ")) return 1;
+    std::size_t k = 0;
+    while (k < line.size() && std::isdigit(static_cast<unsigned char>(line[k]))) ++k;
+    if (k > 0 && starts_with(line.substr(k), ". ")) return 2;
+    return 0;
+  }
+  static std::string_view item_text(std::string_view line) {
+    if (list_marker(line) == 1) return trim(line.substr(2));
+    return trim(line.substr(line.find(". ") + 2));
+  }
+  static bool paragraph_continues(std::string_view line) {
+    const std::string_view t = trim(line);
+    return !starts_with(t, "```") && heading_level(t) == 0 && t.front() != '|' && list_marker(line) == 0;
+  }
+  static bool is_separator(std::string_view t) {
+    if (t.empty() || t.front() != '|' || t.find('-') == std::string_view::npos) return false;
+    return std::all_of(t.begin(), t.end(), [](char c) { return c == '|' || c == '-' || c == ':' || c == ' '; });
+  }
+  // The cells of a row: split at '|' outside code spans, the outer pipes dropped.
+  static std::vector<std::string> cells(std::string_view t) {
+    std::vector<std::string> out;
+    std::string cell;
+    bool in_code = false;
+    for (std::size_t k = 1; k < t.size(); ++k) {
+      const char c = t[k];
+      if (c == '`') in_code = !in_code;
+      if (c == '|' && !in_code) {
+        out.emplace_back(trim(cell));
+        cell.clear();
+      } else {
+        cell += c;
+      }
+    }
+    if (!trim(cell).empty()) out.emplace_back(trim(cell));
+    return out;
+  }
+  static std::vector<std::string> alignments(std::string_view t) {
+    std::vector<std::string> out;
+    for (const std::string& c : cells(t)) {
+      const bool l = !c.empty() && c.front() == ':', r = !c.empty() && c.back() == ':';
+      out.push_back(l && r ? "center" : r ? "right" : "");
+    }
+    return out;
+  }
+  static std::string align_attr(const std::vector<std::string>& align, std::size_t col) {
+    if (col >= align.size() || align[col].empty()) return "";
+    return " style=\"text-align:" + align[col] + "\"";
+  }
+  std::string unique_id(std::string_view text) {
+    std::string slug;
+    for (const char c : text) {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (!slug.empty() && slug.back() != '-') {
+        slug += '-';
+      }
+    }
+    while (!slug.empty() && slug.back() == '-') slug.pop_back();
+    std::string id = document_;
+    id += '-';
+    id += slug;
+    const int n = ++ids_[id];
+    if (n > 1) {
+      id += '-';
+      id += std::to_string(n);
+    }
+    return id;
+  }
+  std::string link(const std::string& label, const std::string& target) {
+    std::string href = target;
+    if (target.size() > 3 && target.compare(target.size() - 3, 3, ".md") == 0 &&
+        target.find('/') == std::string::npos) {
+      const std::string stem = target.substr(0, target.size() - 3);
+      if (std::find(documents_.begin(), documents_.end(), stem) != documents_.end()) href = "#doc-" + stem;
+    }
+    return "<a href=\"" + html_escape(href) + "\">" + inline_text(label) + "</a>";
+  }
+
+  std::string document_;
+  const std::vector<std::string>& documents_;
+  const ImageInliner& image_;
+  std::map<std::string, int> ids_;
+};
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error(file.string() + ": cannot be read (does it exist?)");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The SVG element of a file: what precedes "<svg" (an XML declaration, a
+// comment) is dropped, since it may not appear inside HTML.
+std::string svg_element(const fs::path& file, const fs::path& markdown) {
+  const std::string text = read_text(file);
+  const std::size_t start = text.find("<svg");
+  if (start == std::string::npos)
+    throw std::runtime_error(markdown.string() + ": image " + file.string() + " is not an SVG file (no <svg element)");
+  std::string svg = text.substr(start);
+  while (!svg.empty() && (svg.back() == '\n' || svg.back() == ' ')) svg.pop_back();
+  return svg;
+}
+
+const char* const kStyle =
+    "body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;line-height:1.5;color:#1f2328;"
+    "max-width:1000px;margin:0 auto;padding:24px}"
+    "h1,h2,h3{border-bottom:1px solid #d1d9e0;padding-bottom:.3em}"
+    "section{margin-bottom:48px}"
+    "table{border-collapse:collapse;margin:12px 0;display:block;overflow-x:auto}"
+    "th,td{border:1px solid #d1d9e0;padding:4px 10px}"
+    "tr:nth-child(2n){background:#f6f8fa}"
+    "code{background:#eff1f3;padding:1px 4px;border-radius:4px;font-size:90%}"
+    "pre{background:#f6f8fa;padding:12px;overflow-x:auto;line-height:1.3;white-space:pre-wrap}"
+    "pre code{background:none;padding:0}"
+    "figure{margin:12px 0}figure svg{max-width:100%;height:auto}"
+    "nav li{margin:2px 0}";
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string markdown_to_html(std::string_view markdown, const std::string& document,
+                             const std::vector<std::string>& documents, const ImageInliner& image) {
+  Converter converter(document, documents, image);
+  return converter.convert(markdown);
+}
+
+std::string html_page(const std::string& title, const std::vector<fs::path>& markdown_files) {
+  std::vector<std::string> names;
+  for (const fs::path& f : markdown_files) names.push_back(f.stem().string());
+  std::string body, contents;
+  for (std::size_t i = 0; i < markdown_files.size(); ++i) {
+    const fs::path& file = markdown_files[i];
+    const std::string markdown = read_text(file);
+    const ImageInliner inline_svg = [&](const std::string& target, const std::string& alt) {
+      const bool remote = target.find("://") != std::string::npos || starts_with(target, "//") ||
+                          starts_with(target, "data:");
+      if (remote || fs::path(target).extension() != ".svg" || fs::path(target).is_absolute())
+        throw std::runtime_error(file.string() + ": image '" + target +
+                                 "' is not a local .svg file next to the report; the page would not be self-contained");
+      const fs::path svg = file.parent_path() / target;
+      if (!fs::is_regular_file(svg))
+        throw std::runtime_error(file.string() + ": image '" + target + "' not found (looked for " + svg.string() + ")");
+      return "<span class=\"figure\" role=\"img\" aria-label=\"" + html_escape(alt) + "\">" + svg_element(svg, file) +
+             "</span>";
+    };
+    body += "<section id=\"doc-" + html_escape(names[i]) + "\">\n";
+    body += markdown_to_html(markdown, names[i], names, inline_svg);
+    body += "</section>\n";
+    // The table of contents names each document by its first heading.
+    std::string heading = names[i];
+    for (std::size_t pos = 0; pos < markdown.size();) {
+      const std::size_t nl = std::min(markdown.find('\n', pos), markdown.size());
+      const std::string_view line = std::string_view(markdown).substr(pos, nl - pos);
+      if (starts_with(line, "# ")) {
+        heading = std::string(trim(line.substr(2)));
+        break;
+      }
+      pos = nl + 1;
+    }
+    contents += "<li><a href=\"#doc-" + html_escape(names[i]) + "\">" + html_escape(heading) + "</a> (" +
+                html_escape(names[i]) + ".md)</li>\n";
+  }
+  std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
+                     html_escape(title) + "</title>\n<style>";
+  page += kStyle;
+  page += "</style>\n</head>\n<body>\n<header>\n<h1>" + html_escape(title) + "</h1>\n<nav>\n<ul>\n";
+  page += contents;
+  page += "</ul>\n</nav>\n</header>\n<main>\n";
+  page += body;
+  page += "</main>\n</body>\n</html>\n";
+  return page;
+}
+
+std::vector<fs::path> report_files(const fs::path& directory, const std::string& first) {
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(directory))
+    if (e.is_regular_file() && e.path().extension() == ".md") files.push_back(e.path());
+  std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
+    const bool af = a.filename() == first, bf = b.filename() == first;
+    if (af != bf) return af;
+    return a.filename() < b.filename();
+  });
+  return files;
+}
+
+}  // namespace mpverify::report

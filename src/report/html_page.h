@@ -1,0 +1,52 @@
+// One self-contained HTML page from the Markdown reports this project writes
+// (reports/*.md): every report a section, every figure (a local .svg file the
+// Markdown references as an image) inlined, no external resource (no
+// script, stylesheet, font or image is fetched), so the page can be mailed or
+// archived as one file.
+//
+// The Markdown understood is the subset the reports use:
+//  - ATX headings (# .. ######), given ids "<document>-<slug>" (unique);
+//  - paragraphs (consecutive lines), bullet lists ("- " or "* ") and ordered
+//    lists ("1. "), a list item continued by indented lines;
+//  - pipe tables (a header row, a |---|:--:| row, body rows; ':' aligns);
+//  - fenced code blocks (```), shown verbatim;
+//  - inline: `code`, **strong**, *emphasis*, [links](target) (a link to
+//    another report in the set, "name.md", becomes a link to its section),
+//    and images ![alt](file.svg), replaced by the SVG file's content.
+// Anything else is shown as text, escaped. An image that is not a local .svg
+// file (a URL, another type, a missing file) is refused: the page would not
+// be self-contained. The output depends only on the files (no clock).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mpverify::report {
+
+// Image reference (target, alt text) -> the markup put in its place.
+using ImageInliner = std::function<std::string(const std::string& target, const std::string& alt)>;
+
+// One document's body as an HTML fragment; `document` names it (heading ids,
+// links between documents use it); `documents`: the names of the set, for
+// rewriting "name.md" links.
+std::string markdown_to_html(std::string_view markdown, const std::string& document,
+                             const std::vector<std::string>& documents, const ImageInliner& image);
+
+// Text safe in HTML element content and in a double-quoted attribute.
+std::string html_escape(std::string_view text);
+
+// The page: a title, a table of contents (each document's first heading) and
+// one <section id="doc-<stem>"> per file, in the order given. Images are
+// resolved against each file's directory. Throws std::runtime_error naming
+// the file and the image for an image that cannot be inlined, or a file that
+// cannot be read.
+std::string html_page(const std::string& title, const std::vector<std::filesystem::path>& markdown_files);
+
+// The reports of a directory in page order: `first` (when present) and then
+// every other *.md file sorted by name.
+std::vector<std::filesystem::path> report_files(const std::filesystem::path& directory, const std::string& first);
+
+}  // namespace mpverify::report

@@ -1,0 +1,538 @@
+#include "report/study.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "emu/exponent_histogram.h"
+#include "gpu/device.h"
+#include "metrics/ensemble.h"
+#include "metrics/parity_gate.h"
+#include "record/histogram_json.h"
+#include "record/run_log.h"
+#include "report/html_page.h"
+#include "report/svg_histogram.h"
+#include "report/svg_line_chart.h"
+#include "training/ensemble.h"
+#include "training/trainer.h"
+
+namespace mpverify::report {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Side {
+  std::string name;  // the run directory under `out`, and the label
+  std::string title; // for tables and legends
+  training::TrainConfig config;
+};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string general(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string percent(double fraction) { return fixed(100.0 * fraction, 2); }
+
+training::TrainConfig base_config(const StudyConfig& c) {
+  training::TrainConfig t;
+  t.model = "cnn";
+  t.data = c.data;
+  t.data_dir = c.data_dir;
+  t.train_size = c.train_size;
+  t.test_size = c.test_size;
+  t.steps = c.steps;
+  t.batch_size = 64;
+  t.optimizer = training::OptimizerKind::sgd;
+  t.sgd = refs::SgdParams{0.05, 0.9};
+  t.study_format = "fp16";
+  return t;
+}
+
+std::vector<Side> study_sides(const StudyConfig& c, const std::string& gpu_reason) {
+  std::vector<Side> sides;
+  Side fp32{"fp32-ref", "fp32 (ref)", base_config(c)};
+  fp32.config.recipe = "fp32";
+  fp32.config.scaler = "none";
+  fp32.config.backend = nn::BackendKind::ref;
+  sides.push_back(fp32);
+  const auto o2 = [&](nn::BackendKind backend, const char* name, const char* title) {
+    Side s{name, title, base_config(c)};
+    s.config.recipe = "o2";
+    s.config.scaler = "torch";
+    s.config.backend = backend;
+    sides.push_back(s);
+  };
+  if (c.backend == "emu" || c.backend == "auto") o2(nn::BackendKind::emu, "o2-emu", "o2 (emu)");
+  if (c.backend == "gpu" || (c.backend == "auto" && gpu_reason.empty())) o2(nn::BackendKind::gpu, "o2-gpu", "o2 (gpu)");
+  return sides;
+}
+
+// The figure file names: <report stem>-<what>.svg next to the report.
+fs::path figure_path(const StudyConfig& c, const std::string& what) {
+  return c.report.parent_path() / (c.report.stem().string() + "-" + what + ".svg");
+}
+
+std::vector<double> step_values(const std::vector<json>& steps, const char* key) {
+  std::vector<double> v;
+  for (const json& s : steps) {
+    const auto it = s.find(key);
+    v.push_back(it != s.end() && it->is_number() ? it->get<double>() : std::nan(""));
+  }
+  return v;
+}
+
+LineSeries series_of(const std::string& label, const std::vector<double>& values, bool dashed = false) {
+  LineSeries s{label, {}, dashed};
+  for (std::size_t i = 0; i < values.size(); ++i) s.points.emplace_back(static_cast<double>(i), values[i]);
+  return s;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const double x : v)
+    if (std::isfinite(x)) {
+      sum += x;
+      ++n;
+    }
+  return n ? sum / static_cast<double>(n) : std::nan("");
+}
+
+// Every gradient (weight and activation) histogram of `step`, summed.
+emu::ExponentHistogram gradient_histogram(const std::vector<json>& lines, std::size_t step) {
+  emu::ExponentHistogram h;
+  for (const json& line : lines) {
+    if (line.value("step", std::size_t{0}) != step) continue;
+    const std::string role = line.value("role", "");
+    if (role != "weight_grad" && role != "activation_grad") continue;
+    h += record::histogram_from_json(line);
+  }
+  return h;
+}
+
+std::string scale_text(double scale) {
+  if (scale > 0 && std::isfinite(scale)) {
+    const double e = std::log2(scale);
+    if (e == std::floor(e)) return "2^" + std::to_string(static_cast<long>(e));
+  }
+  return general(scale);
+}
+
+std::string gate_row(const metrics::GateResult& g) {
+  std::string row = "| " + std::string(metrics::to_string(g.metric)) + " | " + g.candidate + " | ";
+  row += metrics::to_string(g.verdict);
+  row += " | ";
+  if (g.test) {
+    const int digits = g.metric == metrics::GateMetric::accuracy ? 3 : 5;
+    row += fixed(g.test->difference, digits) + " | [" + fixed(g.test->lower, digits) + ", " +
+           fixed(g.test->upper, digits) + "] | ±" + general(g.margin) + " " + g.unit + " | " +
+           metrics::to_string(g.test->method) + ", n = " + std::to_string(g.test->n_candidate) + " |";
+  } else {
+    row += "- | - | ±" + general(g.margin) + " " + g.unit + " | " + g.reason + " |";
+  }
+  return row;
+}
+
+// Starts with a capital and ends with a full stop.
+std::string sentence(std::string text) {
+  if (text.empty()) return text;
+  if (text.front() >= 'a' && text.front() <= 'z') text.front() = static_cast<char>(text.front() - 'a' + 'A');
+  if (text.back() != '.') text += '.';
+  return text;
+}
+
+// Appends " text |" (piecewise: GCC 12's false -Wrestrict on "literal" + string).
+void add_cell(std::string& row, const std::string& text) {
+  row += ' ';
+  row += text;
+  row += " |";
+}
+
+void write(const fs::path& path, const std::string& content, std::vector<fs::path>& files) {
+  record::write_file_atomically(path, content);
+  files.push_back(path);
+}
+
+}  // namespace
+
+void validate_study(const StudyConfig& c) {
+  if (c.seeds < 2)
+    throw std::invalid_argument("--seeds " + std::to_string(c.seeds) +
+                                ": the paired gate needs at least 2 seeds per side (use 2 or more)");
+  if (c.seeds > training::kMaxSeeds)
+    throw std::invalid_argument("--seeds " + std::to_string(c.seeds) + ": at most " +
+                                std::to_string(training::kMaxSeeds));
+  if (c.steps < 1) throw std::invalid_argument("--steps must be at least 1");
+  if (c.jobs < 1) throw std::invalid_argument("--jobs must be at least 1");
+  if (c.backend != "emu" && c.backend != "gpu" && c.backend != "auto")
+    throw std::invalid_argument("--backend '" + c.backend + "': use emu, gpu or auto");
+  if (c.backend == "gpu" && !gpu::gpu_unavailable_reason().empty())
+    throw std::invalid_argument("--backend gpu: no usable GPU (" + gpu::gpu_unavailable_reason() +
+                                "); use --backend emu or auto");
+  if (c.report.extension() != ".md" || c.report.stem().empty())
+    throw std::invalid_argument("--report '" + c.report.string() + "': the report is a Markdown file (NAME.md)");
+  if (c.out.empty()) throw std::invalid_argument("--out: give the directory for the runs");
+  if (!(c.margin > 0) || !(c.loss_margin > 0) || !(c.alpha > 0 && c.alpha < 0.5))
+    throw std::invalid_argument("margins must be > 0 and alpha in (0, 0.5)");
+  for (const Side& side : study_sides(c, gpu::gpu_unavailable_reason())) {
+    training::TrainConfig t = side.config;
+    t.seed = 1;
+    const training::Trainer check(t);  // throws for a setting it cannot run (or data it cannot load)
+  }
+}
+
+StudyResult run_study(const StudyConfig& c, const std::function<void(const std::string&)>& progress) {
+  using clock = std::chrono::steady_clock;
+  validate_study(c);
+  StudyResult result;
+  result.gpu_reason = gpu::gpu_unavailable_reason();
+  const std::vector<Side> sides = study_sides(c, result.gpu_reason);
+  std::mutex mutex;
+  const auto say = [&](const std::string& line) {
+    if (!progress) return;
+    const std::lock_guard lock(mutex);
+    progress(line);
+  };
+
+  // The runs: seed 1 of each side (recorders on, the slowest) first, so that
+  // the two threads finish close together.
+  struct Job {
+    const Side* side;
+    std::uint64_t seed;
+  };
+  std::vector<Job> jobs;
+  for (std::uint64_t s = 1; s <= c.seeds; ++s)
+    for (const Side& side : sides) jobs.push_back({&side, s});
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
+    return (a.seed == 1) > (b.seed == 1);
+  });
+  result.runs.resize(jobs.size());
+  // A previous study's runs are replaced (a stale seed directory would be
+  // ignored by ensemble.json anyway, but would mislead a reader).
+  for (const char* name : {"fp32-ref", "o2-emu", "o2-gpu"}) fs::remove_all(c.out / name);
+  say("study: " + std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x " +
+      std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
+      std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
+  if (!result.gpu_reason.empty() && c.backend == "auto") say("study: no GPU side (" + result.gpu_reason + ")");
+  std::atomic<std::size_t> next{0}, done{0};
+  std::exception_ptr failure;
+  const auto worker = [&] {
+    for (;;) {
+      const std::size_t i = next++;
+      if (i >= jobs.size()) return;
+      {
+        const std::lock_guard lock(mutex);
+        if (failure) return;
+      }
+      try {
+        training::TrainConfig t = jobs[i].side->config;
+        t.seed = jobs[i].seed;
+        t.recorders = jobs[i].seed == 1;
+        const fs::path dir = training::seed_directory(c.out / jobs[i].side->name, t.seed);
+        const auto start = clock::now();
+        training::run_training(t, dir);
+        StudyRun& run = result.runs[i];
+        run.side = jobs[i].side->name;
+        run.seed = t.seed;
+        run.recorders = t.recorders;
+        run.wall_seconds = std::chrono::duration<double>(clock::now() - start).count();
+        run.summary = metrics::read_json_document(dir / "summary.json");
+        const json& acc = run.summary["evaluation"]["test_accuracy"];
+        say("study: [" + std::to_string(++done) + "/" + std::to_string(jobs.size()) + "] " + run.side + " seed " +
+            std::to_string(run.seed) + (run.recorders ? " (recorders on)" : "") + ": test accuracy " +
+            (acc.is_number() ? percent(acc.get<double>()) + "%" : std::string("diverged")) + ", " +
+            fixed(run.wall_seconds, 1) + " s");
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t k = 0; k < std::min(c.jobs, jobs.size()); ++k) threads.emplace_back(worker);
+    for (std::thread& t : threads) t.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  // Each side an ensemble directory, as `train --seeds` writes it.
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
+  for (const Side& side : sides) {
+    json shared = metrics::read_json_document(training::seed_directory(c.out / side.name, 1) / "summary.json")["config"];
+    shared.erase("seed");
+    shared.erase("recorders");  // on for seed 1 only
+    record::write_file_atomically(c.out / side.name / "ensemble.json",
+                                  json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
+  }
+
+  // The gate, on directories named relative to `out` (so the report does not
+  // depend on where the runs were written).
+  say("study: parity gate");
+  const auto read_side = [&](const std::string& name) {
+    metrics::Ensemble e = metrics::read_ensemble(c.out / name, true);
+    e.name = name;
+    for (metrics::RunDirectory& r : e.runs)
+      if (r.seed) r.name = name + "/seed-" + std::to_string(*r.seed);
+    return e;
+  };
+  const metrics::Ensemble baseline = read_side("fp32-ref");
+  std::vector<metrics::GateResult> accuracy_gates, loss_gates;
+  for (std::size_t k = 1; k < sides.size(); ++k) {
+    const metrics::Ensemble candidate = read_side(sides[k].name);
+    metrics::GateOptions acc;
+    acc.metric = metrics::GateMetric::accuracy;
+    acc.margin = c.margin;
+    acc.alpha = c.alpha;
+    accuracy_gates.push_back(metrics::evaluate_gate(baseline, candidate, acc));
+    metrics::GateOptions loss = acc;
+    loss.metric = metrics::GateMetric::loss;
+    loss.margin = c.loss_margin;
+    loss_gates.push_back(metrics::evaluate_gate(baseline, candidate, loss));
+    say("study: " + metrics::gate_verdict_line(accuracy_gates.back()));
+  }
+
+  // Figures from seed 1 of each side (the runs with the recorders on).
+  say("study: figures and report");
+  std::map<std::string, std::vector<json>> steps;
+  for (const Side& side : sides)
+    steps[side.name] = record::read_steps(training::seed_directory(c.out / side.name, 1));
+  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+  std::vector<fs::path>& files = result.files;
+
+  LineChart loss{"Training loss per step (seed 1)", "step", "loss (softmax cross-entropy, mini-batch)", false, {}};
+  for (const Side& side : sides) loss.series.push_back(series_of(side.title, step_values(steps[side.name], "loss")));
+  write(figure_path(c, "loss"), svg_line_chart(loss), files);
+
+  LineChart scale{"Loss scale per step (seed 1; torch GradScaler)", "step", "loss scale", true, {}};
+  for (std::size_t k = 1; k < sides.size(); ++k)
+    scale.series.push_back(series_of(sides[k].title, step_values(steps[sides[k].name], "scale")));
+  write(figure_path(c, "scale"), svg_line_chart(scale), files);
+
+  LineChart underflow{"Gradients lost in fp16 at the step's scale (seed 1)", "step",
+                      "fraction of non-zero gradients (log; 0 not drawn)", false, {}};
+  underflow.log10_y = true;
+  for (const Side& side : sides) {
+    underflow.series.push_back(
+        series_of(side.title + ": underflow to zero", step_values(steps[side.name], "underflow_rate")));
+    underflow.series.push_back(
+        series_of(side.title + ": subnormal", step_values(steps[side.name], "subnormal_rate"), true));
+  }
+  write(figure_path(c, "underflow"), svg_line_chart(underflow), files);
+
+  // The fp32 run writes fp32 weights; its recorder measures the updates
+  // against fp16 (the study format), where both of its rates are the same
+  // figure: what fp16 weights would lose.
+  LineChart lost{"Lost weight updates (w + u == w), seed 1", "step", "fraction of parameters (log; 0 not drawn)",
+                 false, {}};
+  lost.log10_y = true;
+  lost.series.push_back(series_of("fp32 (ref): if its weights were fp16",
+                                  step_values(steps["fp32-ref"], "lost_update_rate_without_master"), true));
+  for (std::size_t k = 1; k < sides.size(); ++k) {
+    lost.series.push_back(series_of(sides[k].title + ": fp32 master weights (what it does)",
+                                    step_values(steps[sides[k].name], "lost_update_rate")));
+    lost.series.push_back(series_of(sides[k].title + ": if the weights were fp16 (no master copy)",
+                                    step_values(steps[sides[k].name], "lost_update_rate_without_master"), true));
+  }
+  write(figure_path(c, "lost-updates"), svg_line_chart(lost), files);
+
+  std::vector<std::size_t> hist_steps{0, c.steps / 2, c.steps - 1};
+  hist_steps.erase(std::unique(hist_steps.begin(), hist_steps.end()), hist_steps.end());
+  std::vector<HistogramSeries> panels;
+  for (const Side& side : sides) {
+    const std::vector<json> lines =
+        record::read_json_lines(training::seed_directory(c.out / side.name, 1) / "histograms.jsonl");
+    const std::vector<double> scales = step_values(steps[side.name], "scale");
+    for (const std::size_t s : hist_steps) {
+      if (s >= scales.size()) continue;
+      panels.push_back({side.title + ", step " + std::to_string(s) + ", gradients x " + scale_text(scales[s]),
+                        gradient_histogram(lines, s)});
+    }
+  }
+  const emu::FormatThresholds fp16 = emu::format_thresholds(formats::parse_format("fp16"));
+  write(figure_path(c, "gradients"),
+        svg_histogram("Every gradient value (weights and activations) times the loss scale, seed 1; fp16's limits",
+                      panels,
+                      {{"min subnormal 2^" + std::to_string(fp16.min_subnormal_exponent), fp16.min_subnormal_exponent},
+                       {"min normal 2^" + std::to_string(fp16.min_normal_exponent), fp16.min_normal_exponent},
+                       {"65504", fp16.max_finite_exponent}}),
+        files);
+
+  // The report.
+  const metrics::GateResult& main_gate = accuracy_gates.front();
+  std::string md = "# The default study: FP32 against o2 mixed precision on the MNIST CNN\n\n";
+  md += "Written by `mpverify study` (the first command of the README, `./run-main`). Every number and figure "
+        "below comes from the run directories it trained; the same seeds give the same report, byte for byte.\n\n";
+  md += "## Verdict\n\n";
+  md += "```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";
+  md += "The parity gate (`metrics/parity_gate.h`, the library call behind `mpverify gate`) on held-out test "
+        "accuracy: margin ±" + general(c.margin) + " percentage points, alpha " + general(c.alpha) + ", method " +
+        (main_gate.test ? std::string(metrics::to_string(main_gate.test->method)) : std::string("-")) +
+        " (the same seeds on both sides). " + sentence(main_gate.reason) + "\n\n";
+  if (main_gate.verdict == metrics::Verdict::inconclusive)
+    md += "**Inconclusive is an honest outcome here, not a failure of the job**: with " + std::to_string(c.seeds) +
+          " seeds per side the interval is wide. The gate's calibration on real runs "
+          "([gate-calibration-real.md](gate-calibration-real.md)) needed 15 seeds per side for the MNIST MLP; run "
+          "`mpverify study --seeds 15` (" + fixed(15.0 / static_cast<double>(c.seeds), 1) +
+          " times the runs of this one) for a decision.\n\n";
+  md += "| metric | candidate | verdict | candidate − baseline | " + general(100 * (1 - 2 * c.alpha)) +
+        "% CI | margin | method |\n|---|---|---|---:|---|---|---|\n";
+  for (std::size_t k = 0; k < accuracy_gates.size(); ++k) md += gate_row(accuracy_gates[k]) + "\n" + gate_row(loss_gates[k]) + "\n";
+  md += "\nThe loss row gates the mean training loss over the last 10% of the steps (margin ±" +
+        general(c.loss_margin) + "); it is reported alongside, the accuracy row is the verdict. Reproduce either "
+        "from the run directories: `mpverify gate --baseline OUT/fp32-ref --candidate OUT/o2-emu --metric accuracy "
+        "--margin " + general(c.margin) + "` (OUT is the study's `--out`, default `runs/study`).\n\n";
+
+  md += "## What ran\n\n";
+  md += "- Model: the `cnn` (conv 8 → batch norm → ReLU → max-pool → conv 16 → batch norm → ReLU → max-pool → "
+        "linear), on `" + c.data + "` (" + std::to_string(c.train_size) + " training images at most, test set " +
+        std::to_string(c.test_size) + "), " + std::to_string(c.steps) + " steps of SGD (lr 0.05, momentum 0.9), "
+        "batch 64.\n";
+  md += "- Baseline **fp32 (ref)**: the `fp32` recipe on the Eigen FP32 reference backend.\n";
+  md += "- Candidate **o2 (emu)**: the `o2` recipe (fp16 weights, activations and gradients; fp32 master weights, "
+        "fp32 accumulation) with the `torch` loss scaler (GradScaler's defaults: initial scale 2^16, halved on an "
+        "overflow, doubled after 2000 clean steps) on the bit-exact fp16 emulator.\n";
+  if (result.gpu_reason.empty()) {
+    md += "- Candidate **o2 (gpu)**: the same recipe on the CUDA backend (cuBLAS, cuDNN, CUDA kernels).\n";
+  } else {
+    md += "- **No GPU was present** (" + result.gpu_reason + "): the GPU side (o2 on the CUDA backend) was not run. "
+          "On a machine with a usable GPU the study adds it automatically.\n";
+  }
+  md += "- Seeds 1–" + std::to_string(c.seeds) + " on every side (paired: the same initial weights and batches). "
+        "Seed 1 ran with every recorder on (per-step rates, exponent histograms: the figures below); " +
+        (c.seeds == 2 ? std::string("seed 2") : "seeds 2–" + std::to_string(c.seeds)) + " ran with `--no-recorders` to fit the time budget (the recorders only observe; "
+        "they change no number the training computes).\n";
+  md += "- Why these sizes: an o2 CNN step on the emulator costs about 0.4 s with the recorders on and a fp32 step "
+        "on the reference about 0.1 s on one core, so " + std::to_string(c.seeds) + " seeds × " +
+        std::to_string(c.steps) + " steps per side, two runs at a time, keep the whole job within a few minutes "
+        "on 2 cores.\n\n";
+
+  md += "## Runs\n\n| seed |";
+  for (const Side& side : sides) md += " " + side.title + " test accuracy (%) |";
+  for (std::size_t k = 1; k < sides.size(); ++k) md += " " + sides[k].title + " − fp32 (points) |";
+  for (std::size_t k = 1; k < sides.size(); ++k) md += " " + sides[k].title + " skipped steps, final scale |";
+  md += "\n|---|";
+  for (std::size_t k = 0; k < sides.size() + 2 * (sides.size() - 1); ++k) md += "---:|";
+  md += "\n";
+  const auto run_of = [&](const std::string& side, std::uint64_t seed) -> const StudyRun& {
+    for (const StudyRun& r : result.runs)
+      if (r.side == side && r.seed == seed) return r;
+    throw std::logic_error("study: run missing");
+  };
+  const auto accuracy_of = [](const StudyRun& r) -> std::optional<double> {
+    const json& a = r.summary["evaluation"]["test_accuracy"];
+    if (!a.is_number()) return std::nullopt;
+    return 100.0 * a.get<double>();
+  };
+  for (std::uint64_t s = 1; s <= c.seeds; ++s) {
+    md += "| " + std::to_string(s) + " |";
+    for (const Side& side : sides) {
+      const auto a = accuracy_of(run_of(side.name, s));
+      add_cell(md, a ? fixed(*a, 2) : std::string("diverged"));
+    }
+    const auto base = accuracy_of(run_of("fp32-ref", s));
+    for (std::size_t k = 1; k < sides.size(); ++k) {
+      const auto a = accuracy_of(run_of(sides[k].name, s));
+      add_cell(md, a && base ? fixed(*a - *base, 2) : std::string("-"));
+    }
+    for (std::size_t k = 1; k < sides.size(); ++k) {
+      const StudyRun& r = run_of(sides[k].name, s);
+      std::string cell = r.summary["skipped_steps"].dump();
+      cell += ", ";
+      cell += scale_text(r.summary["final_scale"].get<double>());
+      add_cell(md, cell);
+    }
+    md += "\n";
+  }
+
+  md += "\n## Loss and loss scale\n\n";
+  md += "![Training loss per step](" + figure_path(c, "loss").filename().string() + ")\n\n";
+  md += "![Loss scale per step](" + figure_path(c, "scale").filename().string() + ")\n\n";
+  for (std::size_t k = 1; k < sides.size(); ++k) {
+    const std::vector<double> sc = step_values(steps[sides[k].name], "scale");
+    const auto skipped = std::count_if(steps[sides[k].name].begin(), steps[sides[k].name].end(),
+                                       [](const json& s) { return s.value("skipped", false); });
+    md += "- " + sides[k].title + ", seed 1: " + std::to_string(skipped) + " skipped step(s) (an inf or NaN in a "
+          "gradient at the scale), scale " + scale_text(sc.front()) + " at step 0 and " + scale_text(sc.back()) +
+          " at the last step.\n";
+  }
+  md += "\n## Gradient underflow\n\n";
+  md += "![Gradient exponent histograms](" + figure_path(c, "gradients").filename().string() + ")\n\n";
+  md += "Every gradient value of the step (weight gradients and activation gradients, as the ops produced them, "
+        "before rounding), multiplied by the step's loss scale, binned by binade; the dashed lines are fp16's "
+        "smallest subnormal, smallest normal and largest finite value. Left of the first line a value becomes "
+        "zero in fp16, between the first two it keeps fewer bits (subnormal). The fp32 run uses no scale: its "
+        "panels show what fp16 storage would do to its gradients without loss scaling.\n\n";
+  md += "![Underflow rates per step](" + figure_path(c, "underflow").filename().string() + ")\n\n";
+  md += "| run (seed 1) | mean underflow-to-zero rate | mean subnormal rate | mean overflow rate |\n|---|---:|---:|---:|\n";
+  for (const Side& side : sides)
+    md += "| " + side.title + " | " + general(mean_of(step_values(steps[side.name], "underflow_rate"))) + " | " +
+          general(mean_of(step_values(steps[side.name], "subnormal_rate"))) + " | " +
+          general(mean_of(step_values(steps[side.name], "overflow_rate"))) + " |\n";
+  md += "\nRates are fractions of the non-zero gradient values of the step, measured against fp16 at the step's "
+        "scale (for the fp32 run: at scale 1, what fp16 would lose).\n\n";
+  md += "## Lost updates\n\n";
+  md += "![Lost-update rates per step](" + figure_path(c, "lost-updates").filename().string() + ")\n\n";
+  md += "A lost update: the optimizer's update u is non-zero but w + u rounds back to w. With fp32 master weights "
+        "(o2) few are lost; the dashed lines show the rate if the weights were kept in fp16 (no master copy), the "
+        "swamping that master weights exist to avoid. The fp32 run keeps fp32 weights; its recorder measures its "
+        "updates against fp16 (`--study-format`), so its line says what fp16 weights would lose.\n\n";
+  md += "| run (seed 1) | mean lost-update rate, as run | mean lost-update rate, if the weights were fp16 |\n"
+        "|---|---:|---:|\n";
+  for (const Side& side : sides) {
+    md += "| " + side.title + " | ";
+    md += side.name == "fp32-ref" ? std::string("- (fp32 weights)")
+                                  : general(mean_of(step_values(steps[side.name], "lost_update_rate")));
+    md += " | " + general(mean_of(step_values(steps[side.name], "lost_update_rate_without_master"))) + " |\n";
+  }
+  write(c.report, md, files);
+
+  const fs::path report_dir = c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path();
+  write(report_dir / "index.html",
+        html_page("mpverify reports", report_files(report_dir, c.report.filename().string())), files);
+
+  // --json
+  json runs = json::array();
+  for (const StudyRun& r : result.runs)
+    runs.push_back({{"side", r.side}, {"seed", r.seed}, {"recorders", r.recorders},
+                    {"wall_seconds", r.wall_seconds},
+                    {"test_accuracy", r.summary["evaluation"]["test_accuracy"]},
+                    {"skipped_steps", r.summary["skipped_steps"]}, {"final_scale", r.summary["final_scale"]}});
+  nlohmann::ordered_json j;
+  j["verdict"] = metrics::to_string(main_gate.verdict);
+  j["exit_code"] = metrics::gate_exit_code(main_gate.verdict);
+  j["line"] = metrics::gate_verdict_line(main_gate);
+  nlohmann::ordered_json gates = nlohmann::ordered_json::array();
+  for (std::size_t k = 0; k < accuracy_gates.size(); ++k) {
+    gates.push_back(metrics::gate_json(accuracy_gates[k]));
+    gates.push_back(metrics::gate_json(loss_gates[k]));
+  }
+  j["gates"] = gates;
+  j["gpu"] = result.gpu_reason.empty() ? json("ran") : json(result.gpu_reason);
+  j["runs"] = runs;
+  json written = json::array();
+  for (const fs::path& f : files) written.push_back(f.string());
+  j["files"] = written;
+  result.json = j;
+  return result;
+}
+
+}  // namespace mpverify::report
