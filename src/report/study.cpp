@@ -1,16 +1,10 @@
 #include "report/study.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <exception>
 #include <map>
-#include <mutex>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
 #include "emu/exponent_histogram.h"
 #include "gpu/device.h"
@@ -18,10 +12,15 @@
 #include "metrics/parity_gate.h"
 #include "record/histogram_json.h"
 #include "record/run_log.h"
+#include "report/gate_table.h"
 #include "report/html_page.h"
+#include "report/output_files.h"
 #include "report/svg_histogram.h"
+#include "report/run_series.h"
 #include "report/svg_line_chart.h"
+#include "report/text_format.h"
 #include "training/ensemble.h"
+#include "training/run_queue.h"
 #include "training/trainer.h"
 
 namespace mpverify::report {
@@ -36,20 +35,6 @@ struct Side {
   std::string title; // for tables and legends
   training::TrainConfig config;
 };
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string general(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
-std::string percent(double fraction) { return fixed(100.0 * fraction, 2); }
 
 training::TrainConfig base_config(const StudyConfig& c) {
   training::TrainConfig t;
@@ -85,92 +70,6 @@ std::vector<Side> study_sides(const StudyConfig& c, const std::string& gpu_reaso
   return sides;
 }
 
-// The figure file names: <report stem>-<what>.svg next to the report.
-fs::path figure_path(const StudyConfig& c, const std::string& what) {
-  return c.report.parent_path() / (c.report.stem().string() + "-" + what + ".svg");
-}
-
-std::vector<double> step_values(const std::vector<json>& steps, const char* key) {
-  std::vector<double> v;
-  for (const json& s : steps) {
-    const auto it = s.find(key);
-    v.push_back(it != s.end() && it->is_number() ? it->get<double>() : std::nan(""));
-  }
-  return v;
-}
-
-LineSeries series_of(const std::string& label, const std::vector<double>& values, bool dashed = false) {
-  LineSeries s{label, {}, dashed};
-  for (std::size_t i = 0; i < values.size(); ++i) s.points.emplace_back(static_cast<double>(i), values[i]);
-  return s;
-}
-
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  std::size_t n = 0;
-  for (const double x : v)
-    if (std::isfinite(x)) {
-      sum += x;
-      ++n;
-    }
-  return n ? sum / static_cast<double>(n) : std::nan("");
-}
-
-// Every gradient (weight and activation) histogram of `step`, summed.
-emu::ExponentHistogram gradient_histogram(const std::vector<json>& lines, std::size_t step) {
-  emu::ExponentHistogram h;
-  for (const json& line : lines) {
-    if (line.value("step", std::size_t{0}) != step) continue;
-    const std::string role = line.value("role", "");
-    if (role != "weight_grad" && role != "activation_grad") continue;
-    h += record::histogram_from_json(line);
-  }
-  return h;
-}
-
-std::string scale_text(double scale) {
-  if (scale > 0 && std::isfinite(scale)) {
-    const double e = std::log2(scale);
-    if (e == std::floor(e)) return "2^" + std::to_string(static_cast<long>(e));
-  }
-  return general(scale);
-}
-
-std::string gate_row(const metrics::GateResult& g) {
-  std::string row = "| " + std::string(metrics::to_string(g.metric)) + " | " + g.candidate + " | ";
-  row += metrics::to_string(g.verdict);
-  row += " | ";
-  if (g.test) {
-    const int digits = g.metric == metrics::GateMetric::accuracy ? 3 : 5;
-    row += fixed(g.test->difference, digits) + " | [" + fixed(g.test->lower, digits) + ", " +
-           fixed(g.test->upper, digits) + "] | ±" + general(g.margin) + " " + g.unit + " | " +
-           metrics::to_string(g.test->method) + ", n = " + std::to_string(g.test->n_candidate) + " |";
-  } else {
-    row += "- | - | ±" + general(g.margin) + " " + g.unit + " | " + g.reason + " |";
-  }
-  return row;
-}
-
-// Starts with a capital and ends with a full stop.
-std::string sentence(std::string text) {
-  if (text.empty()) return text;
-  if (text.front() >= 'a' && text.front() <= 'z') text.front() = static_cast<char>(text.front() - 'a' + 'A');
-  if (text.back() != '.') text += '.';
-  return text;
-}
-
-// Appends " text |" (piecewise: GCC 12's false -Wrestrict on "literal" + string).
-void add_cell(std::string& row, const std::string& text) {
-  row += ' ';
-  row += text;
-  row += " |";
-}
-
-void write(const fs::path& path, const std::string& content, std::vector<fs::path>& files) {
-  record::write_file_atomically(path, content);
-  files.push_back(path);
-}
-
 }  // namespace
 
 void validate_study(const StudyConfig& c) {
@@ -200,16 +99,12 @@ void validate_study(const StudyConfig& c) {
 }
 
 StudyResult run_study(const StudyConfig& c, const std::function<void(const std::string&)>& progress) {
-  using clock = std::chrono::steady_clock;
   validate_study(c);
   StudyResult result;
   result.gpu_reason = gpu::gpu_unavailable_reason();
   const std::vector<Side> sides = study_sides(c, result.gpu_reason);
-  std::mutex mutex;
   const auto say = [&](const std::string& line) {
-    if (!progress) return;
-    const std::lock_guard lock(mutex);
-    progress(line);
+    if (progress) progress(line);
   };
 
   // The runs: seed 1 of each side (recorders on, the slowest) first, so that
@@ -232,46 +127,24 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
       std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
       std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
   if (!result.gpu_reason.empty() && c.backend == "auto") say("study: no GPU side (" + result.gpu_reason + ")");
-  std::atomic<std::size_t> next{0}, done{0};
-  std::exception_ptr failure;
-  const auto worker = [&] {
-    for (;;) {
-      const std::size_t i = next++;
-      if (i >= jobs.size()) return;
-      {
-        const std::lock_guard lock(mutex);
-        if (failure) return;
-      }
-      try {
-        training::TrainConfig t = jobs[i].side->config;
-        t.seed = jobs[i].seed;
-        t.recorders = jobs[i].seed == 1;
-        const fs::path dir = training::seed_directory(c.out / jobs[i].side->name, t.seed);
-        const auto start = clock::now();
-        training::run_training(t, dir);
-        StudyRun& run = result.runs[i];
-        run.side = jobs[i].side->name;
-        run.seed = t.seed;
-        run.recorders = t.recorders;
-        run.wall_seconds = std::chrono::duration<double>(clock::now() - start).count();
-        run.summary = metrics::read_json_document(dir / "summary.json");
-        const json& acc = run.summary["evaluation"]["test_accuracy"];
-        say("study: [" + std::to_string(++done) + "/" + std::to_string(jobs.size()) + "] " + run.side + " seed " +
-            std::to_string(run.seed) + (run.recorders ? " (recorders on)" : "") + ": test accuracy " +
-            (acc.is_number() ? percent(acc.get<double>()) + "%" : std::string("diverged")) + ", " +
-            fixed(run.wall_seconds, 1) + " s");
-      } catch (...) {
-        const std::lock_guard lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  {
-    std::vector<std::thread> threads;
-    for (std::size_t k = 0; k < std::min(c.jobs, jobs.size()); ++k) threads.emplace_back(worker);
-    for (std::thread& t : threads) t.join();
+  std::vector<training::QueuedRun> queue;
+  for (const Job& job : jobs) {
+    training::QueuedRun q{job.side->config, {}, {}};
+    q.config.seed = job.seed;
+    q.config.recorders = job.seed == 1;
+    q.dir = training::seed_directory(c.out / job.side->name, job.seed);
+    q.label = job.side->name + " seed " + std::to_string(job.seed) + (q.config.recorders ? " (recorders on)" : "");
+    queue.push_back(std::move(q));
   }
-  if (failure) std::rethrow_exception(failure);
+  const std::vector<training::FinishedRun> finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say("study: " + line); });
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    StudyRun& run = result.runs[i];
+    run.side = jobs[i].side->name;
+    run.seed = jobs[i].seed;
+    run.recorders = queue[i].config.recorders;
+    run.wall_seconds = finished[i].wall_seconds;
+    run.summary = finished[i].summary;
+  }
 
   // Each side an ensemble directory, as `train --seeds` writes it.
   std::vector<std::uint64_t> seeds;
@@ -320,12 +193,12 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
 
   LineChart loss{"Training loss per step (seed 1)", "step", "loss (softmax cross-entropy, mini-batch)", false, {}};
   for (const Side& side : sides) loss.series.push_back(series_of(side.title, step_values(steps[side.name], "loss")));
-  write(figure_path(c, "loss"), svg_line_chart(loss), files);
+  write_output(figure_path(c.report, "loss"), svg_line_chart(loss), files);
 
   LineChart scale{"Loss scale per step (seed 1; torch GradScaler)", "step", "loss scale", true, {}};
   for (std::size_t k = 1; k < sides.size(); ++k)
     scale.series.push_back(series_of(sides[k].title, step_values(steps[sides[k].name], "scale")));
-  write(figure_path(c, "scale"), svg_line_chart(scale), files);
+  write_output(figure_path(c.report, "scale"), svg_line_chart(scale), files);
 
   LineChart underflow{"Gradients lost in fp16 at the step's scale (seed 1)", "step",
                       "fraction of non-zero gradients (log; 0 not drawn)", false, {}};
@@ -336,7 +209,7 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
     underflow.series.push_back(
         series_of(side.title + ": subnormal", step_values(steps[side.name], "subnormal_rate"), true));
   }
-  write(figure_path(c, "underflow"), svg_line_chart(underflow), files);
+  write_output(figure_path(c.report, "underflow"), svg_line_chart(underflow), files);
 
   // The fp32 run writes fp32 weights; its recorder measures the updates
   // against fp16 (the study format), where both of its rates are the same
@@ -352,7 +225,7 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
     lost.series.push_back(series_of(sides[k].title + ": if the weights were fp16 (no master copy)",
                                     step_values(steps[sides[k].name], "lost_update_rate_without_master"), true));
   }
-  write(figure_path(c, "lost-updates"), svg_line_chart(lost), files);
+  write_output(figure_path(c.report, "lost-updates"), svg_line_chart(lost), files);
 
   std::vector<std::size_t> hist_steps{0, c.steps / 2, c.steps - 1};
   hist_steps.erase(std::unique(hist_steps.begin(), hist_steps.end()), hist_steps.end());
@@ -363,12 +236,12 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
     const std::vector<double> scales = step_values(steps[side.name], "scale");
     for (const std::size_t s : hist_steps) {
       if (s >= scales.size()) continue;
-      panels.push_back({side.title + ", step " + std::to_string(s) + ", gradients x " + scale_text(scales[s]),
-                        gradient_histogram(lines, s)});
+      panels.push_back({side.title + ", step " + std::to_string(s) + ", gradients x " + power_of_two_text(scales[s]),
+                        step_histogram(lines, s, {"weight_grad", "activation_grad"})});
     }
   }
   const emu::FormatThresholds fp16 = emu::format_thresholds(formats::parse_format("fp16"));
-  write(figure_path(c, "gradients"),
+  write_output(figure_path(c.report, "gradients"),
         svg_histogram("Every gradient value (weights and activations) times the loss scale, seed 1; fp16's limits",
                       panels,
                       {{"min subnormal 2^" + std::to_string(fp16.min_subnormal_exponent), fp16.min_subnormal_exponent},
@@ -393,9 +266,8 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
           "([gate-calibration-real.md](gate-calibration-real.md)) needed 15 seeds per side for the MNIST MLP; run "
           "`mpverify study --seeds 15` (" + fixed(15.0 / static_cast<double>(c.seeds), 1) +
           " times the runs of this one) for a decision.\n\n";
-  md += "| metric | candidate | verdict | candidate − baseline | " + general(100 * (1 - 2 * c.alpha)) +
-        "% CI | margin | method |\n|---|---|---|---:|---|---|---|\n";
-  for (std::size_t k = 0; k < accuracy_gates.size(); ++k) md += gate_row(accuracy_gates[k]) + "\n" + gate_row(loss_gates[k]) + "\n";
+  md += gate_table_header(c.alpha);
+  for (std::size_t k = 0; k < accuracy_gates.size(); ++k) md += gate_table_row(accuracy_gates[k]) + "\n" + gate_table_row(loss_gates[k]) + "\n";
   md += "\nThe loss row gates the mean training loss over the last 10% of the steps (margin ±" +
         general(c.loss_margin) + "); it is reported alongside, the accuracy row is the verdict. Reproduce either "
         "from the run directories: `mpverify gate --baseline OUT/fp32-ref --candidate OUT/o2-emu --metric accuracy "
@@ -457,40 +329,40 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
       const StudyRun& r = run_of(sides[k].name, s);
       std::string cell = r.summary["skipped_steps"].dump();
       cell += ", ";
-      cell += scale_text(r.summary["final_scale"].get<double>());
+      cell += power_of_two_text(r.summary["final_scale"].get<double>());
       add_cell(md, cell);
     }
     md += "\n";
   }
 
   md += "\n## Loss and loss scale\n\n";
-  md += "![Training loss per step](" + figure_path(c, "loss").filename().string() + ")\n\n";
-  md += "![Loss scale per step](" + figure_path(c, "scale").filename().string() + ")\n\n";
+  md += "![Training loss per step](" + figure_path(c.report, "loss").filename().string() + ")\n\n";
+  md += "![Loss scale per step](" + figure_path(c.report, "scale").filename().string() + ")\n\n";
   for (std::size_t k = 1; k < sides.size(); ++k) {
     const std::vector<double> sc = step_values(steps[sides[k].name], "scale");
     const auto skipped = std::count_if(steps[sides[k].name].begin(), steps[sides[k].name].end(),
                                        [](const json& s) { return s.value("skipped", false); });
     md += "- " + sides[k].title + ", seed 1: " + std::to_string(skipped) + " skipped step(s) (an inf or NaN in a "
-          "gradient at the scale), scale " + scale_text(sc.front()) + " at step 0 and " + scale_text(sc.back()) +
+          "gradient at the scale), scale " + power_of_two_text(sc.front()) + " at step 0 and " + power_of_two_text(sc.back()) +
           " at the last step.\n";
   }
   md += "\n## Gradient underflow\n\n";
-  md += "![Gradient exponent histograms](" + figure_path(c, "gradients").filename().string() + ")\n\n";
+  md += "![Gradient exponent histograms](" + figure_path(c.report, "gradients").filename().string() + ")\n\n";
   md += "Every gradient value of the step (weight gradients and activation gradients, as the ops produced them, "
         "before rounding), multiplied by the step's loss scale, binned by binade; the dashed lines are fp16's "
         "smallest subnormal, smallest normal and largest finite value. Left of the first line a value becomes "
         "zero in fp16, between the first two it keeps fewer bits (subnormal). The fp32 run uses no scale: its "
         "panels show what fp16 storage would do to its gradients without loss scaling.\n\n";
-  md += "![Underflow rates per step](" + figure_path(c, "underflow").filename().string() + ")\n\n";
+  md += "![Underflow rates per step](" + figure_path(c.report, "underflow").filename().string() + ")\n\n";
   md += "| run (seed 1) | mean underflow-to-zero rate | mean subnormal rate | mean overflow rate |\n|---|---:|---:|---:|\n";
   for (const Side& side : sides)
-    md += "| " + side.title + " | " + general(mean_of(step_values(steps[side.name], "underflow_rate"))) + " | " +
-          general(mean_of(step_values(steps[side.name], "subnormal_rate"))) + " | " +
-          general(mean_of(step_values(steps[side.name], "overflow_rate"))) + " |\n";
+    md += "| " + side.title + " | " + general(finite_mean(step_values(steps[side.name], "underflow_rate"))) + " | " +
+          general(finite_mean(step_values(steps[side.name], "subnormal_rate"))) + " | " +
+          general(finite_mean(step_values(steps[side.name], "overflow_rate"))) + " |\n";
   md += "\nRates are fractions of the non-zero gradient values of the step, measured against fp16 at the step's "
         "scale (for the fp32 run: at scale 1, what fp16 would lose).\n\n";
   md += "## Lost updates\n\n";
-  md += "![Lost-update rates per step](" + figure_path(c, "lost-updates").filename().string() + ")\n\n";
+  md += "![Lost-update rates per step](" + figure_path(c.report, "lost-updates").filename().string() + ")\n\n";
   md += "A lost update: the optimizer's update u is non-zero but w + u rounds back to w. With fp32 master weights "
         "(o2) few are lost; the dashed lines show the rate if the weights were kept in fp16 (no master copy), the "
         "swamping that master weights exist to avoid. The fp32 run keeps fp32 weights; its recorder measures its "
@@ -500,13 +372,13 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   for (const Side& side : sides) {
     md += "| " + side.title + " | ";
     md += side.name == "fp32-ref" ? std::string("- (fp32 weights)")
-                                  : general(mean_of(step_values(steps[side.name], "lost_update_rate")));
-    md += " | " + general(mean_of(step_values(steps[side.name], "lost_update_rate_without_master"))) + " |\n";
+                                  : general(finite_mean(step_values(steps[side.name], "lost_update_rate")));
+    md += " | " + general(finite_mean(step_values(steps[side.name], "lost_update_rate_without_master"))) + " |\n";
   }
-  write(c.report, md, files);
+  write_output(c.report, md, files);
 
   const fs::path report_dir = c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path();
-  write(report_dir / "index.html",
+  write_output(report_dir / "index.html",
         html_page("mpverify reports", report_files(report_dir, c.report.filename().string())), files);
 
   // --json

@@ -1,0 +1,38 @@
+// Many training runs, `jobs` at a time on threads: what the study and the
+// experiments train. Trainer objects share nothing, so every run is bitwise
+// the same whatever the number of threads or the order they finish in.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "training/trainer.h"
+
+namespace mpverify::training {
+
+struct QueuedRun {
+  TrainConfig config;
+  std::filesystem::path dir;  // the run directory (what `train --out` writes); replaced
+  std::string label;          // for progress lines ("o2-emu seed 3")
+};
+
+struct FinishedRun {
+  nlohmann::json summary;  // the run's summary.json
+  double wall_seconds = 0;
+};
+
+// Runs every QueuedRun (in the order given, `jobs` at a time) and returns
+// their summaries in the same order. Each configuration is validated (a
+// Trainer is built) before anything is written; the first failure stops the
+// queue and is rethrown once the running runs end. `progress` (may be empty;
+// called under a lock) gets one line per finished run: "[k/n] label: test
+// accuracy 97.12%, 12.3 s" (or the final loss for models without accuracy).
+std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size_t jobs,
+                                   const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace mpverify::training
