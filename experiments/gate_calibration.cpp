@@ -282,10 +282,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  // The command as the report's reader would rerun it: the output named as
+  // reports/<file name>, wherever this run wrote it (so that a regeneration
+  // into a temporary directory gives the committed bytes).
   std::string command = "build/experiments/gate_calibration";
   for (int i = 1; i < argc; ++i) {
     command += " ";
-    command += argv[i];
+    const bool is_out_value = i > 1 && std::string(argv[i - 1]) == "--out";
+    command += is_out_value ? "reports/" + std::filesystem::path(argv[i]).filename().string() : std::string(argv[i]);
   }
   const EquivalenceOptions options(margin, alpha, false);
   const bool progress = isatty(2);
@@ -330,7 +334,7 @@ int main(int argc, char** argv) {
   }
 
   std::ostringstream md;
-  md << "# Parity gate calibration\n\n"
+  md << (pool_dir.empty() ? "# Parity gate calibration (simulated)\n\n" : "# Parity gate calibration on real runs\n\n")
      << "Measured by `experiments/gate_calibration.cpp` with:\n\n```sh\n" << command << "\n```\n\n"
      << "margin " << number(margin) << " points, alpha " << number(alpha) << " (interval level "
      << number(100 * (1 - 2 * alpha)) << "%), drop " << number(drop) << " points, " << trials

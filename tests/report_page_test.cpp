@@ -266,11 +266,22 @@ TEST(HtmlPage, RefusesImagesThatWouldNotBeSelfContained) {
 TEST(HtmlPage, ReportFilesPutTheChosenReportFirstThenTheOthersByName) {
   const fs::path dir = fresh_dir("order");
   for (const char* name : {"ops.md", "study.md", "a.md", "notes.txt"}) write(dir / name, "# x\n");
-  const auto files = mpverify::report::report_files(dir, "study.md");
+  const auto files = mpverify::report::report_files(dir, {"study.md"});
   ASSERT_EQ(files.size(), 3u);
   EXPECT_EQ(files[0].filename(), "study.md");
   EXPECT_EQ(files[1].filename(), "a.md");
   EXPECT_EQ(files[2].filename(), "ops.md");
+}
+
+TEST(HtmlPage, ReportFilesFollowTheGivenOrderAndSkipAbsentNames) {
+  const fs::path dir = fresh_dir("order-list");
+  for (const char* name : {"ops.md", "study.md", "a.md", "z.md"}) write(dir / name, "# x\n");
+  const auto files = mpverify::report::report_files(dir, {"z.md", "missing.md", "study.md"});
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_EQ(files[0].filename(), "z.md");
+  EXPECT_EQ(files[1].filename(), "study.md");
+  EXPECT_EQ(files[2].filename(), "a.md");
+  EXPECT_EQ(files[3].filename(), "ops.md");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// mpverify report-page [DIR] [--first study.md] [--out DIR/index.html]
+// mpverify report-page [DIR] [--first study.md,a.md,...] [--out DIR/index.html]
 // Every Markdown report of a directory on one self-contained HTML page, the
 // figures (local .svg files) inlined (report/html_page.h does the work).
 #include <filesystem>
@@ -13,7 +13,8 @@ namespace mpverify::cli {
 
 void add_report_page_command(CLI::App& root, std::vector<Command>& commands) {
   struct Options {
-    std::string dir = "reports", first = "study.md", out, title = "mpverify reports";
+    std::string dir = "reports", out, title = "mpverify reports";
+    std::vector<std::string> first{"study.md"};
   };
   auto o = std::make_shared<Options>();
   auto* app = root.add_subcommand(
@@ -21,7 +22,10 @@ void add_report_page_command(CLI::App& root, std::vector<Command>& commands) {
       "Turn every *.md report of a directory into one self-contained HTML page (figures inlined, nothing\n"
       "fetched). Example: mpverify report-page reports   # writes reports/index.html");
   app->add_option("dir", o->dir, "The reports' directory")->capture_default_str();
-  app->add_option("--first", o->first, "The report put first (when present); the others follow by name")
+  app->add_option("--first", o->first,
+                  "The reports put first, in this order (file names, comma-separated; those present); the others "
+                  "follow by name")
+      ->delimiter(',')
       ->capture_default_str();
   app->add_option("--out", o->out, "The page (default: DIR/index.html)");
   app->add_option("--title", o->title, "The page's title")->capture_default_str();

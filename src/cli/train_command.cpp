@@ -134,6 +134,8 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
                   "--out/ensemble.json")
       ->excludes(seed_option);
   app->add_option("--batch-size", c.batch_size, "Examples per step")->capture_default_str();
+  app->add_option("--image-size", c.image_size, "Synthetic data only: image height = width (the models follow; dcgan: a multiple of 4)")
+      ->capture_default_str();
   app->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
   app->add_option("--lr", o->lr, "Learning rate (default: sgd 0.05, adam 1e-3)");
   app->add_option("--momentum", o->momentum, "SGD momentum (default 0.9)");

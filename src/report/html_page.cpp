@@ -350,13 +350,16 @@ std::string html_page(const std::string& title, const std::vector<fs::path>& mar
   return page;
 }
 
-std::vector<fs::path> report_files(const fs::path& directory, const std::string& first) {
+std::vector<fs::path> report_files(const fs::path& directory, const std::vector<std::string>& first) {
   std::vector<fs::path> files;
   for (const fs::directory_entry& e : fs::directory_iterator(directory))
     if (e.is_regular_file() && e.path().extension() == ".md") files.push_back(e.path());
+  const auto rank = [&](const fs::path& f) {
+    return static_cast<std::size_t>(std::find(first.begin(), first.end(), f.filename().string()) - first.begin());
+  };
   std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
-    const bool af = a.filename() == first, bf = b.filename() == first;
-    if (af != bf) return af;
+    const std::size_t ra = rank(a), rb = rank(b);
+    if (ra != rb) return ra < rb;
     return a.filename() < b.filename();
   });
   return files;

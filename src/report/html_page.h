@@ -45,8 +45,10 @@ std::string html_escape(std::string_view text);
 // cannot be read.
 std::string html_page(const std::string& title, const std::vector<std::filesystem::path>& markdown_files);
 
-// The reports of a directory in page order: `first` (when present) and then
-// every other *.md file sorted by name.
-std::vector<std::filesystem::path> report_files(const std::filesystem::path& directory, const std::string& first);
+// The reports of a directory in page order: those named in `first` (file
+// names, in that order, when present) and then every other *.md file sorted
+// by name.
+std::vector<std::filesystem::path> report_files(const std::filesystem::path& directory,
+                                                const std::vector<std::string>& first);
 
 }  // namespace mpverify::report

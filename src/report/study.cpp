@@ -379,7 +379,7 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
 
   const fs::path report_dir = c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path();
   write_output(report_dir / "index.html",
-        html_page("mpverify reports", report_files(report_dir, c.report.filename().string())), files);
+        html_page("mpverify reports", report_files(report_dir, {c.report.filename().string()})), files);
 
   // --json
   json runs = json::array();

@@ -118,6 +118,8 @@ Trainer::Trainer(TrainConfig config)
     bad_config("--samples: only the dcgan run generates images (the classifiers are evaluated on the test split)");
   if (config_.batch_size < 2) bad_config("--batch-size must be at least 2 (batch norm needs two examples)");
   if (config_.steps == 0) bad_config("--steps must be at least 1");
+  if (config_.data != "synthetic" && config_.image_size != 28)
+    bad_config("--image-size " + std::to_string(config_.image_size) + ": only the synthetic data can change its size");
 
   // The loss scaler: found_inf-driven only; the amax-driven ones scale fp8 operands.
   {
@@ -163,6 +165,7 @@ Trainer::Trainer(TrainConfig config)
     so.seed = config_.seed;
     so.train_size = config_.train_size;
     so.test_size = config_.model == "dcgan" ? 0 : config_.test_size;  // (the classifiers' held-out set)
+    so.image_size = config_.image_size;
     m.data = data::synthetic_digits(so);
   } else {
     m.data = config_.data == "mnist" ? data::mnist_split(config_.data_dir)
@@ -580,6 +583,7 @@ nlohmann::json Trainer::summary() const {
                            {"backend", nn::to_string(config_.backend)},
                            {"steps", config_.steps},
                            {"batch_size", config_.batch_size},
+                           {"image_size", impl_->data.train.height},
                            {"seed", config_.seed},
                            {"optimizer", config_.optimizer == OptimizerKind::sgd ? "sgd" : "adam"},
                            {"study_format", config_.study_format},

@@ -100,6 +100,9 @@ struct TrainConfig {
   nn::BackendKind backend = nn::BackendKind::ref;
   std::size_t steps = 200;
   std::size_t batch_size = 64;
+  // Synthetic data only: the images' height = width (the models' shapes
+  // follow), for speed tables over resolutions; the real sets are 28 (8).
+  int image_size = 28;
   std::uint64_t seed = 0;
   OptimizerKind optimizer = OptimizerKind::sgd;
   refs::SgdParams sgd{0.05, 0.9};

@@ -1,0 +1,46 @@
+# Sourced by experiments/regenerate-reports and experiments/check-reports:
+# how each report of experiments/reports.list is written.
+#   write_report BUILD_DIR NAME OUTPUT_DIR [JOBS]
+# writes OUTPUT_DIR/NAME.md (and its figures, OUTPUT_DIR/NAME-*), with the
+# training runs under OUTPUT_DIR/../runs-of-reports/NAME when OUTPUT_DIR is
+# not reports/ (so that a check never touches runs/).
+
+report_entries() {  # NAME COST MINUTES, one line each, comments and blank lines dropped
+  sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$(dirname "${BASH_SOURCE[0]}")/reports.list"
+}
+
+report_order() {  # the reports' file names in list order, comma-separated (mpverify report-page --first)
+  report_entries | awk '{printf "%s%s.md", (NR > 1 ? "," : ""), $1}'
+}
+
+write_report() {
+  local build=$1 name=$2 outdir=$3 jobs=${4:-2}
+  local source_dir runs
+  source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  if [ "$(cd "$outdir" && pwd)" = "$(cd "$source_dir/../reports" && pwd)" ]; then
+    runs=$source_dir/../runs/$name
+  else
+    runs=$outdir/../runs-of-reports/$name
+  fi
+  case "$name" in
+    study)
+      "$build/mpverify" study --report "$outdir/study.md" --out "$runs" --jobs "$jobs" --progress ;;
+    gate-calibration)
+      "$build/experiments/gate_calibration" --out "$outdir/gate-calibration.md" ;;
+    gate-calibration-real)
+      "$source_dir/parity/gate_calibration_real" "$build" 60 "$outdir/gate-calibration-real.md" ;;
+    *)
+      if [ -x "$source_dir/${name}_report" ]; then
+        "$source_dir/${name}_report" "$build" "$outdir/$name.md"
+      elif [ -x "$build/experiments/$name" ]; then
+        if "$build/experiments/$name" --help | grep -q -- '--runs'; then
+          "$build/experiments/$name" --report "$outdir/$name.md" --runs "$runs" --jobs "$jobs" --progress
+        else
+          "$build/experiments/$name" --report "$outdir/$name.md" --progress
+        fi
+      else
+        echo "write_report: no command for report '$name' (no experiments/${name}_report, no $build/experiments/$name)" >&2
+        return 2
+      fi ;;
+  esac
+}
