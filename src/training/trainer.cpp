@@ -382,7 +382,11 @@ nlohmann::json Trainer::step() {
         // Lost updates: in the format the optimizer writes, and as if the
         // weights had no master copy (stored in the working weight format).
         const formats::Format& working = norm ? recipe_.precision.norm_parameters : recipe_.precision.weights;
-        const record::LostUpdateCounts with = record::lost_update_counts(before, u, policy.weights);
+        // The optimizer rounds w to its format before it adds (sgd_step_emu),
+        // so measure against the rounded w: fp16-pure's initial fp32 weights
+        // are not fp16 values at step 0, and no update to them looked lost.
+        const record::LostUpdateCounts with =
+            record::lost_update_counts(emu::quantized_copy(before, policy.weights), u, policy.weights);
         const record::LostUpdateCounts without =
             record::lost_update_counts(emu::quantized_copy(before, working), u, working);
         for (auto [total, part] : {std::pair{&m.lost_master, &with}, std::pair{&m.lost_without_master, &without}}) {
