@@ -41,7 +41,7 @@ struct UnderflowConfig {
   std::string data = "mnist";  // mnist, synthetic or sklearn-digits (the CNN and the DCGAN)
   std::filesystem::path data_dir;  // empty: the loader's default ($MPVERIFY_MNIST_DIR, ...)
   std::size_t train_size = 8000, test_size = 2000;
-  std::size_t cnn_steps = 100;   // SGD lr 0.05, momentum 0.9, batch 64
+  std::size_t cnn_steps = 60;    // SGD lr 0.05, momentum 0.9, batch 64
   std::size_t gan_steps = 100;   // Adam lr 2e-4, batch 64; 0: no DCGAN census
   std::size_t seeds = 4;         // 1..seeds on both sides of every gate
   // The loss scales: 1, 8, 64, ..., 2^24 (every power of 8). Each must be a
