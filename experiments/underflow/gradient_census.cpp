@@ -1,5 +1,8 @@
 #include "underflow/gradient_census.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace mpverify::experiments {
 
 const char* to_string(GradientRole role) {
@@ -25,6 +28,11 @@ void GradientCensus::on_store(std::string_view layer, std::string_view tensor, n
   const GradientRole r = role == nn::Role::activation_grad ? GradientRole::activation_grad : GradientRole::weight_grad;
   Sweeping& cell = cells_[CensusKey{phase_, r, static_cast<std::size_t>(step_)}];
   if (!cell.sweep) cell.sweep = std::make_unique<analysis::ScaleSweep>(plan_);
+  if (r == GradientRole::weight_grad) {
+    double& m = weight_max_[{phase_, std::string(layer) + "." + std::string(tensor)}];
+    for (float x : exact)
+      if (std::isfinite(x)) m = std::max(m, static_cast<double>(std::fabs(x)));
+  }
   cell.fp32.add(exact);
   cell.sweep->add(exact);
 }

@@ -33,6 +33,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/scale_stats.h"
@@ -72,6 +73,11 @@ class GradientCensus final : public nn::StoreObserver {
                 std::span<const float> exact, std::span<const float> stored,
                 const formats::Format& format) override;
 
+  // The largest |value| of each weight-gradient tensor over the census steps,
+  // keyed by group and "layer.tensor" (e.g. "conv1.db"): which tensors hold
+  // the smallest values.
+  const std::map<std::pair<std::string, std::string>, double>& weight_grad_max() const { return weight_max_; }
+
   // Every cell filled so far (the sweeps' results taken now).
   std::map<CensusKey, CensusCell> cells() const;
   const std::vector<double>& scales() const { return plan_.scales(); }
@@ -86,6 +92,7 @@ class GradientCensus final : public nn::StoreObserver {
   long step_ = -1;           // the step being stored (-1: before the first)
   std::string phase_;        // "classifier", "discriminator" or "generator"
   std::map<CensusKey, Sweeping> cells_;
+  std::map<std::pair<std::string, std::string>, double> weight_max_;
 };
 
 }  // namespace mpverify::experiments

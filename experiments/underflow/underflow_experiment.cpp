@@ -293,6 +293,8 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
 
   result.census = cnn_census.cells();
   for (auto& [key, cell] : gan_census.cells()) result.census[key] = cell;
+  result.weight_grad_max = cnn_census.weight_grad_max();
+  for (const auto& [key, m] : gan_census.weight_grad_max()) result.weight_grad_max[key] = m;
   for (std::size_t s : census_steps(c.cnn_steps)) result.census_steps_cnn.push_back(s);
   if (c.gan_steps > 0)
     for (std::size_t s : census_steps(c.gan_steps)) result.census_steps_gan.push_back(s);
@@ -623,6 +625,27 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
             ")\n\n![Fraction that overflows per scale](",
             report::figure_path(c.report, "scales-overflow").filename().string(), ")\n\n");
   md += "A percentage printed as 0.00 may still be a few values; 0 is drawn nowhere on the log axes.\n\n";
+  {
+    // Where the smallest weight gradients live: whole tensors far below fp16's range.
+    // The biases of the layers that feed straight into batch norm (models.cpp).
+    const std::set<std::string> before_norm{"conv1.db", "conv2.db", "d.conv2.db", "g.fc.db", "g.deconv1.db"};
+    std::string rows;
+    for (const auto& [key, m] : result.weight_grad_max)
+      if (m < std::ldexp(1.0, -20))
+        rows += cat("| ", group_title(key.first), " | `", key.second, "` | ", general(m), " (binade 2^",
+                    std::to_string(m > 0 ? emu::floor_log2(m) : 0), ") | ",
+                    before_norm.contains(key.second) ? "yes" : "no", " |\n");
+    if (!rows.empty()) {
+      md += "**Whole weight-gradient tensors below 2^-20** (largest |value| over the census steps):\n\n"
+            "| gradients | tensor | largest \\|value\\| | bias feeding batch norm |\n|---|---|---:|---|\n";
+      md += rows;
+      md += "\nA bias of a layer that feeds straight into batch norm (`conv1`, `conv2` → `bn1`, `bn2` in the CNN; "
+            "`d.conv2` → `d.bn2`, `g.fc` → `g.bn1`, `g.deconv1` → `g.bn2` in the DCGAN) has a true gradient of zero "
+            "(batch norm subtracts the channel mean, which absorbs the bias): what FP32 holds for it is rounding "
+            "residue. Such tensors are counted in the weight-gradient rows above; losing their values in fp16 loses "
+            "nothing real.\n\n";
+    }
+  }
 
   md += cat("## The smallest scale that recovers parity (", c.recipe, ", static scale, CNN)\n\n");
   md += cat("![Accuracy difference per scale](", report::figure_path(c.report, "parity").filename().string(), ")\n\n");

@@ -73,6 +73,7 @@ struct UnderflowResult {
   std::vector<ScalePoint> points;               // in the order of config.scales
   std::optional<double> smallest_equivalent;    // the smallest scale whose verdict is equivalent
   std::map<CensusKey, CensusCell> census;       // classifier, discriminator, generator
+  std::map<std::pair<std::string, std::string>, double> weight_grad_max;  // GradientCensus::weight_grad_max, both runs
   std::vector<std::size_t> census_steps_cnn, census_steps_gan;
   std::vector<std::filesystem::path> files;     // the report and its figures
   nlohmann::ordered_json json;                  // for --json
