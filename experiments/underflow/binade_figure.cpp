@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "report/svg_histogram.h"
+#include "report/xml_escape.h"
 
 namespace mpverify::experiments {
 

@@ -1,5 +1,7 @@
 #include "report/html_page.h"
 
+#include "report/xml_escape.h"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -34,7 +36,7 @@ class Converter {
       if (c == '`') {
         const std::size_t end = s.find('`', i + 1);
         if (end != std::string_view::npos) {
-          out += "<code>" + html_escape(s.substr(i + 1, end - i - 1)) + "</code>";
+          out += "<code>" + xml_escape(s.substr(i + 1, end - i - 1)) + "</code>";
           i = end + 1;
           continue;
         }
@@ -65,7 +67,7 @@ class Converter {
           continue;
         }
       }
-      out += html_escape(s.substr(i, 1));
+      out += xml_escape(s.substr(i, 1));
       ++i;
     }
     return out;
@@ -92,7 +94,7 @@ class Converter {
         std::string code;
         ++i;
         while (i < lines.size() && !starts_with(trim(lines[i]), "```")) {
-          code += html_escape(lines[i]);
+          code += xml_escape(lines[i]);
           code += '\n';
           ++i;
         }
@@ -238,7 +240,7 @@ class Converter {
       const std::string stem = target.substr(0, target.size() - 3);
       if (std::find(documents_.begin(), documents_.end(), stem) != documents_.end()) href = "#doc-" + stem;
     }
-    return "<a href=\"" + html_escape(href) + "\">" + inline_text(label) + "</a>";
+    return "<a href=\"" + xml_escape(href) + "\">" + inline_text(label) + "</a>";
   }
 
   std::string document_;
@@ -283,20 +285,6 @@ const char* const kStyle =
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string markdown_to_html(std::string_view markdown, const std::string& document,
                              const std::vector<std::string>& documents, const ImageInliner& image) {
   Converter converter(document, documents, image);
@@ -319,10 +307,10 @@ std::string html_page(const std::string& title, const std::vector<fs::path>& mar
       const fs::path svg = file.parent_path() / target;
       if (!fs::is_regular_file(svg))
         throw std::runtime_error(file.string() + ": image '" + target + "' not found (looked for " + svg.string() + ")");
-      return "<span class=\"figure\" role=\"img\" aria-label=\"" + html_escape(alt) + "\">" + svg_element(svg, file) +
+      return "<span class=\"figure\" role=\"img\" aria-label=\"" + xml_escape(alt) + "\">" + svg_element(svg, file) +
              "</span>";
     };
-    body += "<section id=\"doc-" + html_escape(names[i]) + "\">\n";
+    body += "<section id=\"doc-" + xml_escape(names[i]) + "\">\n";
     body += markdown_to_html(markdown, names[i], names, inline_svg);
     body += "</section>\n";
     // The table of contents names each document by its first heading.
@@ -336,13 +324,13 @@ std::string html_page(const std::string& title, const std::vector<fs::path>& mar
       }
       pos = nl + 1;
     }
-    contents += "<li><a href=\"#doc-" + html_escape(names[i]) + "\">" + html_escape(heading) + "</a> (" +
-                html_escape(names[i]) + ".md)</li>\n";
+    contents += "<li><a href=\"#doc-" + xml_escape(names[i]) + "\">" + xml_escape(heading) + "</a> (" +
+                xml_escape(names[i]) + ".md)</li>\n";
   }
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
-                     html_escape(title) + "</title>\n<style>";
+                     xml_escape(title) + "</title>\n<style>";
   page += kStyle;
-  page += "</style>\n</head>\n<body>\n<header>\n<h1>" + html_escape(title) + "</h1>\n<nav>\n<ul>\n";
+  page += "</style>\n</head>\n<body>\n<header>\n<h1>" + xml_escape(title) + "</h1>\n<nav>\n<ul>\n";
   page += contents;
   page += "</ul>\n</nav>\n</header>\n<main>\n";
   page += body;

@@ -35,9 +35,6 @@ using ImageInliner = std::function<std::string(const std::string& target, const 
 std::string markdown_to_html(std::string_view markdown, const std::string& document,
                              const std::vector<std::string>& documents, const ImageInliner& image);
 
-// Text safe in HTML element content and in a double-quoted attribute.
-std::string html_escape(std::string_view text);
-
 // The page: a title, a table of contents (each document's first heading) and
 // one <section id="doc-<stem>"> per file, in the order given. Images are
 // resolved against each file's directory. Throws std::runtime_error naming

@@ -1,5 +1,7 @@
 #include "report/junit.h"
 
+#include "report/xml_escape.h"
+
 #include <cstdio>
 
 #include "record/run_log.h"
@@ -34,27 +36,6 @@ std::string attribute(const char* name, std::string_view value) {
 }
 
 }  // namespace
-
-std::string xml_escape(std::string_view text, bool in_attribute) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n': out += in_attribute ? "&#10;" : "\n"; break;
-      case '\r': out += "&#13;"; break;
-      case '\t': out += in_attribute ? "&#9;" : "\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) out += "\xEF\xBF\xBD";  // U+FFFD
-        else out += ch;
-    }
-  }
-  return out;
-}
 
 std::string junit_xml(const JUnitTestSuite& suite) {
   std::size_t failures = 0, errors = 0, skipped = 0;

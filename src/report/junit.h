@@ -7,7 +7,7 @@
 // both <testsuites> and <testsuite>, as Surefire does, since some readers
 // look at one and some at the other.
 //
-// Text and attribute values are escaped (& < > " ' and, in attributes,
+// Text and attribute values are escaped (report/xml_escape.h: & < > " and, in attributes, ',
 // newline/tab/CR as character references so that they survive attribute
 // normalisation); characters XML 1.0 cannot hold at all (the C0 controls other
 // than tab, LF, CR) become U+FFFD. The file is written atomically (a temp file
@@ -43,8 +43,6 @@ struct JUnitTestSuite {
   std::vector<JUnitTestCase> cases;
 };
 
-// `attribute` also escapes whitespace that attribute-value normalisation would turn into spaces.
-std::string xml_escape(std::string_view text, bool attribute = false);
 std::string junit_xml(const JUnitTestSuite& suite);
 // std::runtime_error naming the file when it cannot be written.
 void write_junit(const std::filesystem::path& file, const JUnitTestSuite& suite);

@@ -1,5 +1,7 @@
 #include "report/svg_histogram.h"
 
+#include "report/xml_escape.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -16,20 +18,6 @@ std::string num(double v) {
 std::string count_text(std::uint64_t v) { return std::to_string(v); }
 
 }  // namespace
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string svg_histogram(const std::string& title, const std::vector<HistogramSeries>& series,
                           const std::vector<AxisMark>& marks) {

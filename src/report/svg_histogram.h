@@ -27,7 +27,4 @@ struct AxisMark {
 std::string svg_histogram(const std::string& title, const std::vector<HistogramSeries>& series,
                           const std::vector<AxisMark>& marks);
 
-// Text safe inside an SVG element or attribute.
-std::string xml_escape(const std::string& text);
-
 }  // namespace mpverify::report

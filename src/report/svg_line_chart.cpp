@@ -7,7 +7,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "report/svg_histogram.h"  // xml_escape
+#include "report/xml_escape.h"
 
 namespace mpverify::report {
 
