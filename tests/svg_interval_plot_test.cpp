@@ -39,7 +39,7 @@ IntervalPlot sample() {
   p.title = "Differences <&>";
   p.y_label = "points";
   p.margin = 1;
-  p.legend = "dots and bars";
+  p.legend = "dots and bars\nand a band";
   p.groups.push_back({"o2", {0.5, -1.5, 2.0}, 0.3333333333333333, -2.0, 2.5});
   p.groups.push_back({"fp8 & co", {0.25, std::numeric_limits<double>::quiet_NaN()}, std::nullopt, std::nullopt,
                       std::nullopt});
@@ -100,13 +100,18 @@ TEST(SvgIntervalPlot, MarksSitWhereTheDocumentedGeometryPutsThem) {
   EXPECT_EQ(band->attributes.at("height"), two(py(-1) - py(1)));
 
   // Labels: escaped text comes back unescaped; the partly drawn group says so.
-  bool title = false, partial = false;
+  bool title = false, partial = false, band_label = false;
+  int legend_lines = 0;
   for (const XmlElement* t : root.all("text")) {
     title = title || t->text == "Differences <&>";
     partial = partial || t->text == "fp8 & co (1 of 2 drawn)";
+    band_label = band_label || t->text == "±1 margin";
+    legend_lines += t->text == "dots and bars" || t->text == "and a band";
   }
   EXPECT_TRUE(title);
   EXPECT_TRUE(partial);
+  EXPECT_TRUE(band_label);
+  EXPECT_EQ(legend_lines, 2);  // '\n' splits the legend into lines
   EXPECT_EQ(svg.find("nan"), std::string::npos);
   EXPECT_EQ(svg_interval_plot(p), svg);  // no clock, no randomness
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "report/svg_histogram.h"  // xml_escape
 
@@ -74,8 +76,15 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
   const double n = static_cast<double>(plot.groups.size());
   const double w = plot_w / n;
 
+  std::vector<std::string> legend_lines;
+  for (std::size_t start = 0; start <= plot.legend.size();) {
+    const std::size_t end = std::min(plot.legend.find('\n', start), plot.legend.size());
+    if (end > start) legend_lines.push_back(plot.legend.substr(start, end - start));
+    start = end + 1;
+  }
   const double legend_y = top + plot_h + 50;
-  const double width = left + plot_w + 30, height = legend_y + 16;
+  const double width = left + plot_w + kIntervalPlotRight,
+               height = legend_y + 16 * static_cast<double>(legend_lines.size());
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
                     "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -93,11 +102,9 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
   }
   svg += "<line class=\"zero\" x1=\"" + num(left) + "\" y1=\"" + num(py(0)) + "\" x2=\"" + num(left + plot_w) +
          "\" y2=\"" + num(py(0)) + "\" stroke=\"#555555\" stroke-dasharray=\"4 3\"/>\n";
-  for (const double m : {plot.margin, -plot.margin}) {
-    svg += "<text x=\"" + num(left + plot_w - 4) + "\" y=\"" + num(py(m) + (m > 0 ? -4 : 13)) +
-           "\" text-anchor=\"end\" fill=\"#2a7a2a\">" + xml_escape((m > 0 ? "+" : "") + tick_text(m)) +
-           " (margin)</text>\n";
-  }
+  // The band's label outside the plot, on the right, where no mark can hide it.
+  svg += "<text x=\"" + num(left + plot_w + 6) + "\" y=\"" + num(py(0) + 4) + "\" fill=\"#2a7a2a\">" +
+         xml_escape("±" + tick_text(plot.margin) + " margin") + "</text>\n";
   svg += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(plot_w) + "\" height=\"" + num(plot_h) +
          "\" fill=\"none\" stroke=\"black\"/>\n";
   svg += "<text transform=\"translate(16 " + num(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
@@ -144,7 +151,9 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
     svg += "<text x=\"" + num(cx) + "\" y=\"" + num(top + plot_h + 20) + "\" text-anchor=\"middle\">" +
            xml_escape(label) + "</text>\n";
   }
-  svg += "<text x=\"" + num(left) + "\" y=\"" + num(legend_y) + "\">" + xml_escape(plot.legend) + "</text>\n";
+  for (std::size_t k = 0; k < legend_lines.size(); ++k)
+    svg += "<text x=\"" + num(left) + "\" y=\"" + num(legend_y + 16 * static_cast<double>(k)) + "\">" +
+           xml_escape(legend_lines[k]) + "</text>\n";
   svg += "</svg>\n";
   return svg;
 }

@@ -39,11 +39,12 @@ struct IntervalPlot {
   std::string title, y_label;
   double margin = 0;  // > 0: the band [-margin, margin]
   std::vector<IntervalGroup> groups;
-  std::string legend;  // one line under the plot saying what the marks are
+  std::string legend;  // under the plot, saying what the marks are; '\n' starts a new line
 };
 
 inline constexpr double kIntervalPlotLeft = 80, kIntervalPlotTop = 40;
 inline constexpr double kIntervalPlotWidth = 780, kIntervalPlotHeight = 300;
+inline constexpr double kIntervalPlotRight = 100;  // room right of the plot for the band's label
 
 // Throws std::invalid_argument for no groups, a margin that is not finite and
 // > 0, or an interval given partly or with lower > upper or non-finite ends.
