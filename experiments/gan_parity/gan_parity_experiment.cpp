@@ -195,6 +195,20 @@ json train_gan_run(const GanParityConfig& c, const GanSide& side, std::uint64_t 
 
 namespace {
 
+// Each side an ensemble directory, as `train --seeds` writes it, so that
+// `mpverify gate --metric fid` reproduces the verdict from the runs (seeds
+// 1..c.seeds; --report-only rewrites it for the seeds it reports on).
+void write_ensembles(const GanParityConfig& c, const std::vector<GanSide>& sides) {
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
+  for (const GanSide& side : sides) {
+    json shared = metrics::read_json_document(training::seed_directory(c.runs / side.name, 1) / "summary.json")["config"];
+    shared.erase("seed");
+    record::write_file_atomically(c.runs / side.name / "ensemble.json",
+                                  json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
+  }
+}
+
 // --report-only: the runs a previous run left, refused (std::invalid_argument)
 // unless they were trained and evaluated with these settings and extractor.
 std::vector<GanRunResult> existing_runs(const GanParityConfig& c, const std::vector<GanSide>& sides,
@@ -211,8 +225,6 @@ std::vector<GanRunResult> existing_runs(const GanParityConfig& c, const std::vec
     json expected = training::Trainer(gan_train_config(c, side, 1)).summary()["config"];
     expected.erase("seed");
     expected.erase("data_dir");
-    if (!fs::is_regular_file(c.runs / side.name / "ensemble.json"))
-      refuse(c.runs.string() + "/" + side.name + " holds no finished ensemble (ensemble.json)");
     for (std::uint64_t s = 1; s <= c.seeds; ++s) {
       const fs::path dir = training::seed_directory(c.runs / side.name, s);
       json summary;
@@ -315,6 +327,7 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
   if (c.report_only) {
     const fs::path extractor = c.extractor.empty() ? c.runs / "extractor" / kExtractorFile : c.extractor;
     result.runs = existing_runs(c, sides, extractor);
+    write_ensembles(c, sides);
     say("report from the runs in " + c.runs.string() + " (nothing trained)");
     return write_gan_parity_report(c, sides, extractor, std::move(result), say);
   }
@@ -386,16 +399,7 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
       std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.runs.string());
   run_jobs(jobs, c.jobs);
 
-  // Each side an ensemble directory, as `train --seeds` writes it, so that
-  // `mpverify gate --metric fid` reproduces the verdict from the runs.
-  std::vector<std::uint64_t> seeds;
-  for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
-  for (const GanSide& side : sides) {
-    json shared = metrics::read_json_document(training::seed_directory(c.runs / side.name, 1) / "summary.json")["config"];
-    shared.erase("seed");
-    record::write_file_atomically(c.runs / side.name / "ensemble.json",
-                                  json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
-  }
+  write_ensembles(c, sides);
   say("parity gates");
   return write_gan_parity_report(c, sides, extractor_file.get(), std::move(result), say);
 }

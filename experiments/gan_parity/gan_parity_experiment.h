@@ -35,7 +35,7 @@ struct GanParityConfig {
   std::filesystem::path extractor;  // a feature extractor file; empty: train one into RUNS/extractor/
   std::uint64_t extractor_seed = 1;
   std::size_t extractor_steps = 400;
-  std::size_t seeds = 3;            // seeds 1..seeds on every side
+  std::size_t seeds = 2;            // seeds 1..seeds on every side
   std::size_t steps = 150;          // DCGAN steps per run (batch 64)
   std::size_t checkpoints = 3;      // FID at steps k * steps / checkpoints, k = 1..checkpoints
   std::size_t train_size = 8000;    // MNIST training images used (at most 8000)

@@ -285,7 +285,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
     }
     md += "| FID of the mixed-precision run tracks the FP32 run over training | GauGAN/SPADE, apex `amp` O1, 8 V100, "
           "512×512: stated as curves, no FID numbers quoted in our source | " +
-          std::string(all ? "" : "some checkpoints diverged; ") + "largest |o2 − fp32| FID at a checkpoint, over " +
+          std::string(all ? "" : "some checkpoints diverged; ") + "largest absolute o2 − fp32 FID difference at a checkpoint, over " +
           std::to_string(n_seeds) + " seeds and " + std::to_string(c.checkpoints) + " checkpoints: " + fixed(worst, 2) +
           " (step " + std::to_string(worst_step) + "); see the figure below |\n";
     md += "| one loss scaler per loss (`amp.initialize(..., num_losses=2)`) | GauGAN/SPADE | **not what our DCGAN "
@@ -343,7 +343,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   md += "- Why these sizes: an emulated o2 DCGAN step costs about 1 s on one core (the fp32 reference step about "
         "0.2 s; the emulated transposed convolutions take most of it), and each evaluation with its bootstrap and KID "
         "about a minute, so " + std::to_string(n_seeds) + " seeds × " + std::to_string(c.steps) + " steps per side "
-        "keep the whole run within 10 minutes on 2 cores.";
+        "keep the whole run within 10 minutes on 2 cores (estimated from the CPU time it took).";
   {
     // Converged or not, as the checkpoints say: the fp32 side's mean FID over
     // the seeds at the last two checkpoints.
@@ -490,7 +490,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   md += "\n";
 
   md += "## Where we differ from the literature\n\n";
-  md += "- Scale: a 28×28 DCGAN with about 0.2 M parameters for " + std::to_string(c.steps) + " steps on a CPU, not "
+  md += "- Scale: a small 28×28 DCGAN trained for " + std::to_string(c.steps) + " steps on a CPU, not "
         "GauGAN at 512×512 for days on 8 V100s. The claim reproduced is its shape (FID of the mixed-precision run "
         "against the fp32 run's, over training), not its numbers, which our source does not give.\n";
   md += "- Recipe: o2 (fp16 weights and activations with fp32 master weights), not apex O1 (op-by-op casting with "
@@ -500,7 +500,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   md += "- Hardware: the mixed-precision side is the bit-exact fp16 emulator, not a GPU; no speed is claimed.\n";
   md += "- Seeds: " + std::to_string(n_seeds) + " per side. With so few the paired interval is wide (a t quantile "
         "with " + std::to_string(n_seeds - 1) + " degrees of freedom); an inconclusive verdict says the runs cannot "
-        "tell, not that the sides differ.\n";
+        "tell, not that the sides differ. The spread of the per-seed differences is estimated from " + std::to_string(n_seeds - 1) + " degree(s) of freedom, so the interval's width is itself very uncertain: a narrow interval can come from differences that happen to be close.\n";
   report::write_output(c.report, md, files);
 
   // --json
