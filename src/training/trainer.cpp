@@ -515,7 +515,15 @@ nlohmann::json Trainer::step() {
     gan.discriminator.backward(ctx, dlogits_d, false);
     const UpdateResult rd = update(gan.discriminator.parameters());
 
-    // Generator: through the (updated) discriminator, target 1.
+    // Generator: through the (updated) discriminator, target 1 on the
+    // generated half. The discriminator sees the batch it is trained on, the
+    // real batch and a generated one, so that its batch norm normalises the
+    // generated images with the statistics of its own step. Shown the
+    // generated images alone (batch norm over them only), it scored them as
+    // real whatever they were and the generator learned nothing: an fp32 run
+    // of 300 steps ended at loss_d 0.0004 and loss_g 0.065 with samples of
+    // uniform noise. The real half gets a zero logit gradient (it still
+    // shapes the generated half's gradient through batch norm's statistics).
     UpdateResult rg;
     float loss_g = std::nanf("");
     const double scale_g = m.scaler->scale();
@@ -524,16 +532,24 @@ nlohmann::json Trainer::step() {
       gan.discriminator.cast_weights(recipe_.precision);
       ctx.set_pass(nn::Pass::forward);
       const nn::Tensor fake_g = gan.generator.forward(ctx, z);
-      nn::Tensor logits_g = gan.discriminator.forward(ctx, fake_g);
-      const std::vector<float> ones(static_cast<std::size_t>(n), 1.0f);
-      loss_g = m.backend->bce_with_logits(logits_g.span(), ones, loss_policy, ctx.counters());
+      std::copy(fake_g.values.begin(), fake_g.values.end(),
+                both.values.begin() + static_cast<std::ptrdiff_t>(fake_g.size()));
+      nn::Tensor logits_g = gan.discriminator.forward(ctx, both);
+      const auto half = static_cast<std::size_t>(n);
+      const std::vector<float> ones(half, 1.0f);
+      const std::span<const float> fake_logits = std::span<const float>(logits_g.values).subspan(half);
+      loss_g = m.backend->bce_with_logits(fake_logits, ones, loss_policy, ctx.counters());
       if (!std::isfinite(loss_g)) ctx.note_nonfinite("loss_g", "loss", 1);
       ctx.set_pass(nn::Pass::backward);
       nn::Tensor dlogits_g(logits_g.n, logits_g.c);
-      m.backend->bce_with_logits_backward(logits_g.span(), ones, dlogits_g.span(), loss_policy, ctx.counters());
+      m.backend->bce_with_logits_backward(fake_logits, ones, dlogits_g.span().subspan(half), loss_policy,
+                                          ctx.counters());
       for (float& v : dlogits_g.values) v = v * static_cast<float>(scale_g);
       ctx.store("loss_g", "dlogits", nn::Role::activation_grad, dlogits_g.span());
-      const nn::Tensor dfake = gan.discriminator.backward(ctx, dlogits_g, true);
+      const nn::Tensor dboth = gan.discriminator.backward(ctx, dlogits_g, true);
+      nn::Tensor dfake(fake_g.n, fake_g.c, fake_g.h, fake_g.w);
+      std::copy(dboth.values.begin() + static_cast<std::ptrdiff_t>(fake_g.size()), dboth.values.end(),
+                dfake.values.begin());
       gan.generator.backward(ctx, dfake, false);
       rg = update(gan.generator.parameters());
     }
