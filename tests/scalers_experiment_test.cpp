@@ -86,6 +86,10 @@ TEST(ScalersAnalysis, TrajectoryStatsCountsByHand) {
   EXPECT_EQ(t.final_scale, 16384);
   ASSERT_TRUE(t.aborted_at.has_value());
   EXPECT_EQ(*t.aborted_at, 4u);
+  ASSERT_TRUE(t.first_clean.has_value());
+  EXPECT_EQ(*t.first_clean, 0u);
+  EXPECT_EQ(*trajectory_stats({steps[1], steps[4], steps[2]}, 1, 0).first_clean, 2u);
+  EXPECT_FALSE(trajectory_stats({steps[1], steps[4]}, 1, 0).first_clean.has_value());
   // No floor: nothing counted at it.
   EXPECT_EQ(trajectory_stats(steps, 16384, 0).steps_at_floor, 0u);
   // A line without its keys is refused.

@@ -35,7 +35,9 @@ TrajectoryStats trajectory_stats(const std::vector<json>& steps, double final_sc
   t.floor = floor;
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const double scale = field(steps[k], "scale").get<double>();
-    t.skipped += field(steps[k], "skipped").get<bool>() ? 1 : 0;
+    const bool skipped = field(steps[k], "skipped").get<bool>();
+    t.skipped += skipped ? 1 : 0;
+    if (!skipped && !t.first_clean) t.first_clean = k;
     t.found_inf += field(steps[k], "found_inf").get<bool>() ? 1 : 0;
     if (field(steps[k], "aborted").get<bool>() && !t.aborted_at) t.aborted_at = k;
     if (k == 0) {

@@ -26,6 +26,7 @@ struct TrajectoryStats {
   double floor = 0;                 // the strategy's floor (0: none)
   std::size_t steps_at_floor = 0;   // steps run at the floor (0 where there is none)
   std::optional<std::size_t> aborted_at;
+  std::optional<std::size_t> first_clean;  // the first step whose update was applied
 };
 
 // From the steps.jsonl lines (keys step, scale, skipped, found_inf, aborted),

@@ -96,6 +96,8 @@ std::vector<StrategySpec> fp8_strategies() {
   return {
       {"fp8-delayed", "fp8, delayed scaling", "fp8:fp8_scaling=delayed", "none", {}},
       {"fp8-current", "fp8, current scaling", "fp8:fp8_scaling=current", "none", {}},
+      {"fp8-delayed-saturating", "fp8, delayed scaling, saturating casts",
+       "fp8:fp8_scaling=delayed,matmul_forward=e4m3:saturate,matmul_backward=e5m2:saturate", "none", {}},
       {"fp8-unscaled", "fp8, no operand scaling", "fp8:fp8_scaling=none", "none", {}},
   };
 }
@@ -178,10 +180,10 @@ ScalersResult run_scalers(const ScalersConfig& c, const Progress& progress) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
   std::vector<training::QueuedRun> sorted;
   for (std::size_t i : order) sorted.push_back(queue[i]);
-  say("scalers: " + std::to_string(sorted.size()) + " runs, " + std::to_string(std::min(c.jobs, sorted.size())) +
+  say(std::to_string(sorted.size()) + " runs, " + std::to_string(std::min(c.jobs, sorted.size())) +
       " at a time, into " + c.runs.string());
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(sorted, c.jobs, [&](const std::string& line) { say("scalers: " + line); });
+      training::run_queue(sorted, c.jobs, [&](const std::string& line) { say(line); });
   for (std::size_t k = 0; k < order.size(); ++k) {
     ScalersRun& run = result.runs[order[k]];
     run.summary = finished[k].summary;
@@ -189,7 +191,7 @@ ScalersResult run_scalers(const ScalersConfig& c, const Progress& progress) {
     run.steps = record::read_steps(run.dir);
   }
 
-  say("scalers: replays, figures and report");
+  say("replays, figures and report");
   const ScalersReport report = write_scalers_report(c, result.runs, result.files);
 
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();

@@ -31,6 +31,8 @@ namespace {
 // backward (E5M2) operand of fc2's two gradient GEMMs.
 constexpr const char* kAmaxLayer = "loss";
 constexpr const char* kAmaxTensor = "dlogits";
+// ... of the run that trains every step (the non-saturating delayed run skips most).
+constexpr const char* kAmaxSide = "fp8-delayed-saturating";
 
 struct Runs {
   const std::vector<ScalersRun>& all;
@@ -113,9 +115,9 @@ std::string strategy_table(const Runs& runs, const std::string& scenario, const 
       "| strategy | skipped steps (per seed) | lowest scale (seed 1), share of steps at it | steps at the floor "
       "(seed 1) | final scale (seed 1) | test accuracy % (mean) | − fp32, points [90% CI] | gradient underflow rate "
       "(seed 1) |";
-  if (with_origins) md += " first non-finite value of a step (seed 1): steps |";
+  if (with_origins) md += " first applied update (seed 1) | first non-finite value of a step (seed 1): steps |";
   md += "\n|---|---:|---:|---:|---:|---:|---:|---:|";
-  if (with_origins) md += "---|";
+  if (with_origins) md += "---:|---|";
   md += "\n";
   std::vector<std::optional<double>> base;
   for (const ScalersRun* r : runs.seeds_of(scenario, "fp32")) base.push_back(accuracy_of(*r));
@@ -151,19 +153,26 @@ std::string strategy_table(const Runs& runs, const std::string& scenario, const 
                                                   std::to_string(acc.size() - n) + " diverged)"));
     add_cell(row, s.side == "fp32" ? std::string("-") : gap_text(paired_gap(base, acc)));
     add_cell(row, general(report::finite_mean(report::step_values(first.steps, "underflow_rate"))));
-    if (with_origins) add_cell(row, origins_text(nonfinite_origins(first.steps)));
+    if (with_origins) {
+      add_cell(row, t.first_clean ? "step " + std::to_string(*t.first_clean) : std::string("none"));
+      add_cell(row, origins_text(nonfinite_origins(first.steps)));
+    }
     md += row + "\n";
   }
   return md;
 }
+
+// The line charts cycle through 7 colours: with 8 strategies megatron shares
+// none's, and apex's line lies on torch's wherever they agree, so those
+// (and torch at its defaults) are dashed.
+bool dashed_side(const std::string& side) { return side == "torch-defaults" || side == "apex" || side == "megatron"; }
 
 report::LineChart scale_chart(const Runs& runs, const std::string& scenario, const std::vector<StrategySpec>& strategies,
                               const std::string& title) {
   report::LineChart chart{title, "step", "loss scale the step ran with", true, {}};
   for (const StrategySpec& s : strategies)
     if (const ScalersRun* r = runs.find(scenario, s.side, 1))
-      chart.series.push_back(report::series_of(s.title, report::step_values(r->steps, "scale"),
-                                               s.side == "torch-defaults"));
+      chart.series.push_back(report::series_of(s.title, report::step_values(r->steps, "scale"), dashed_side(s.side)));
   return chart;
 }
 
@@ -219,7 +228,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     for (const StrategySpec& s : sides) {
       const ScalersRun* r = runs.find("normal", s.side, 1);
       if (!r) continue;
-      report::LineSeries series{s.title, {}, s.side == "fp32"};
+      report::LineSeries series{s.title, {}, acc.series.size() >= 7};  // past the 7 colours
       for (const json& line : r->steps)
         if (line.contains("evaluation") && line["evaluation"]["test_accuracy"].is_number())
           series.points.emplace_back(line["step"].get<double>() + 1, line["evaluation"]["test_accuracy"].get<double>());
@@ -235,7 +244,10 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     report::LineChart skips{"Skipped steps so far, backward-overflow model (seed 1)", "step",
                             "skipped steps (cumulative)", false, {}};
     for (const StrategySpec& s : fp16)
-      if (const ScalersRun* r = runs.find("backward", s.side, 1)) skips.series.push_back(cumulative_skips(s.title, r->steps));
+      if (const ScalersRun* r = runs.find("backward", s.side, 1)) {
+        skips.series.push_back(cumulative_skips(s.title, r->steps));
+        skips.series.back().dashed = dashed_side(s.side);
+      }
     report::write_output(report::figure_path(c.report, "backward-skipped"), report::svg_line_chart(skips), files);
   }
   report::write_output(report::figure_path(c.report, "forward-scale"),
@@ -257,7 +269,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     training::Replay r = training::replay(*scaler, trace, s.scaler);
     std::vector<double> scales;
     for (const training::ReplayStep& step : r.steps) scales.push_back(step.scale);
-    replay_chart.series.push_back(report::series_of(s.title, scales, s.side == "torch-defaults"));
+    replay_chart.series.push_back(report::series_of(s.title, scales, dashed_side(s.side)));
     replays.emplace_back(&s, std::move(r));
   }
   report::write_output(report::figure_path(c.report, "replay"), report::svg_line_chart(replay_chart), files);
@@ -265,7 +277,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
   // --- the FP8 amax replay --------------------------------------------------------------------
   std::vector<double> amax;
   bool have_amax = false;
-  if (const ScalersRun* r = runs.find("normal", "fp8-delayed", 1)) {
+  if (const ScalersRun* r = runs.find("normal", kAmaxSide, 1)) {
     for (const json& line : record::read_json_lines(r->dir / "tensors.jsonl"))
       if (line.value("layer", "") == kAmaxLayer && line.value("tensor", "") == kAmaxTensor)
         amax.push_back(line["max_abs"].get<double>());
@@ -287,7 +299,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
   if (have_amax) {
     std::vector<training::TraceStep> amax_trace;
     for (std::size_t k = 0; k < amax.size(); ++k) amax_trace.push_back({static_cast<int>(k) + 1, amax[k]});
-    report::LineChart fp8_chart{"FP8 scales for the recorded amax of the loss gradient (E5M2, fp8 delayed run, seed 1)",
+    report::LineChart fp8_chart{"FP8 scales for the recorded amax of the loss gradient (E5M2; saturating fp8 delayed run, seed 1)",
                                 "step", "encoding scale (element = x · scale)", true, {}};
     amax_table = "| strategy | scale at step 0 | scale at the last step | lowest | highest | steps where amax · scale > "
                  "57344 (would saturate) |\n|---|---:|---:|---:|---:|---:|\n";
@@ -297,15 +309,22 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
       std::vector<double> enc;
       std::size_t over = 0;
       for (std::size_t k = 0; k < r.steps.size(); ++k) {
-        enc.push_back(a.decodes ? 1.0 / r.steps[k].scale : r.steps[k].scale);
-        // amax · scale computed in double from the fp32 amax and the scale: exact enough to
-        // compare with 57344 (a 53-bit product of a 24-bit and a 24-bit significand is exact).
-        over += static_cast<double>(static_cast<float>(amax[k])) * enc.back() > 57344.0 ? 1 : 0;
+        // An all-zero block's X (2^-127) encodes nothing: not drawn, not counted.
+        enc.push_back(!a.decodes ? r.steps[k].scale : amax[k] > 0 ? 1.0 / r.steps[k].scale : std::nan(""));
+        // fl32(amax · scale), as the operand x_s = fl32(x · s) is formed (nn/operand_scaling.h):
+        // current scaling's fl32(57344 / amax) may round up by an ulp, and the product then
+        // rounds back to 57344, which fits.
+        over += static_cast<float>(amax[k]) * static_cast<float>(enc.back()) > 57344.0f ? 1 : 0;
       }
       fp8_chart.series.push_back(report::series_of(a.title, enc));
-      const auto [lo, hi] = std::minmax_element(enc.begin(), enc.end());
+      double lo = INFINITY, hi = -INFINITY;
+      for (double v : enc)
+        if (std::isfinite(v)) {
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+        }
       amax_table += "| " + a.title + " | " + general(enc.front()) + " | " + general(enc.back()) + " | " +
-                    general(*lo) + " | " + general(*hi) + " | " + std::to_string(over) + " |\n";
+                    general(lo) + " | " + general(hi) + " | " + std::to_string(over) + " |\n";
     }
     report::write_output(report::figure_path(c.report, "fp8-scales"), report::svg_line_chart(fp8_chart), files);
   }
@@ -466,9 +485,13 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
   if (c.fp8) {
     md += "## FP8 scaling\n\n";
     md += "FP8 scales are per tensor and per step, not one loss scale: what compares across the strategies is "
-          "skipped steps (none: there is no loss scale to back off, and a non-finite value would simply be "
-          "applied), the accuracy, and the scale each rule picks for the same amax sequence.\n\n";
-    md += "| recipe | skipped steps (per seed) | test accuracy % (mean) | − fp32, points [90% CI] |\n|---|---:|---:|---:|\n";
+          "skipped steps (the loss scaler is `none`: scale 1, but a step whose gradients hold an inf or NaN is "
+          "still skipped), the accuracy, and the scale each rule picks for the same amax sequence. The emulator's "
+          "E4M3 and E5M2 casts do not saturate by default (E4M3 has no infinity: an overflow is NaN; E5M2 "
+          "overflows to inf); the `:saturate` formats clamp to ±448 / ±57344 instead, as saturating hardware "
+          "conversions do.\n\n";
+    md += "| recipe | skipped steps (per seed) | first non-finite value of a step (seed 1): steps | test accuracy % "
+          "(mean) | − fp32, points [90% CI] |\n|---|---:|---|---:|---:|\n";
     std::vector<std::optional<double>> base;
     for (const ScalersRun* r : runs.seeds_of("normal", "fp32")) base.push_back(accuracy_of(*r));
     for (const StrategySpec& s : fp8) {
@@ -487,7 +510,8 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
           ++n;
         }
       }
-      md += "| " + s.title + " (`" + s.recipe + "`) | " + skipped + " | " +
+      const std::map<std::string, std::size_t> origins = nonfinite_origins(seeds.front()->steps);
+      md += "| " + s.title + " (`" + s.recipe + "`) | " + skipped + " | " + origins_text(origins) + " | " +
             (n ? fixed(100.0 * sum / static_cast<double>(n), 2) : std::string("diverged")) + " | " +
             gap_text(paired_gap(base, acc)) + " |\n";
     }
@@ -495,7 +519,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
       const auto [lo, hi] = std::minmax_element(amax.begin(), amax.end());
       md += "\nThe amax replay: the largest |value| of the loss gradient (`" + std::string(kAmaxLayer) + " " +
             kAmaxTensor + "`, the E5M2 operand of fc2's backward GEMMs) at each of the " +
-            std::to_string(amax.size()) + " steps of the fp8 delayed run, seed 1 (from its tensors.jsonl: between " +
+            std::to_string(amax.size()) + " steps of the saturating fp8 delayed run, seed 1 (from its tensors.jsonl: between " +
             general(*lo) + " and " + general(*hi) + "), fed to each FP8 rule for E5M2 (max 57344). The recorder "
             "reads the values before they are stored in bf16, so an amax may differ from the operand's by one bf16 "
             "rounding; the scales the training used per operand are not logged, so this replay is not checked "
@@ -504,8 +528,10 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
       md += link(c.report, "fp8-scales", "FP8 scales for one amax sequence");
       md += amax_table;
       md += "\nDelayed scaling runs each step with the scale computed from the amaxes of the steps before it "
-            "(the step-0 scale is 1), so a tensor whose amax grows between steps can saturate; current scaling "
-            "uses this step's own amax and never does.\n";
+            "(the step-0 scale is 1), so a tensor whose amax exceeds every amax of its history overflows the "
+            "format at that step: with a saturating cast a few values are clamped, with a non-saturating one "
+            "the step has an inf or NaN and is skipped (the table above). Current scaling uses this step's own "
+            "amax and does not overflow.\n";
     }
     md += "\nMXFP8 is not a training recipe here (the emulator scales FP8 operands per tensor, not per 32-element "
           "block), so it appears only in the replay.\n\n";
