@@ -301,8 +301,8 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     for (std::size_t k = 0; k < amax.size(); ++k) amax_trace.push_back({static_cast<int>(k) + 1, amax[k]});
     report::LineChart fp8_chart{"FP8 scales for the recorded amax of the loss gradient (E5M2; saturating fp8 delayed run, seed 1)",
                                 "step", "encoding scale (element = x · scale)", true, {}};
-    amax_table = "| strategy | scale at step 0 | scale at the last step | lowest | highest | steps where amax · scale > "
-                 "57344 (would saturate) |\n|---|---:|---:|---:|---:|---:|\n";
+    amax_table = "| strategy | scale at step 0 | scale at the last step | lowest | highest | steps where amax · scale "
+                 "overflows E5M2 (≥ 61440: rounds past 57344) |\n|---|---:|---:|---:|---:|---:|\n";
     for (const AmaxSide& a : amax_sides) {
       auto scaler = training::make_scaler(a.scaler, a.options);
       const training::Replay r = training::replay(*scaler, amax_trace, a.scaler);
@@ -311,10 +311,11 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
       for (std::size_t k = 0; k < r.steps.size(); ++k) {
         // An all-zero block's X (2^-127) encodes nothing: not drawn, not counted.
         enc.push_back(!a.decodes ? r.steps[k].scale : amax[k] > 0 ? 1.0 / r.steps[k].scale : std::nan(""));
-        // fl32(amax · scale), as the operand x_s = fl32(x · s) is formed (nn/operand_scaling.h):
-        // current scaling's fl32(57344 / amax) may round up by an ulp, and the product then
-        // rounds back to 57344, which fits.
-        over += static_cast<float>(amax[k]) * static_cast<float>(enc.back()) > 57344.0f ? 1 : 0;
+        // fl32(amax · scale) is the largest operand x_s = fl32(x · s) (nn/operand_scaling.h). It
+        // overflows E5M2 when it rounds past 57344: at or above 57344 + half an E5M2 ulp (2^13 / 2)
+        // = 61440 (a tie goes to the even 65536). Below that it rounds to 57344 and fits, which
+        // covers current scaling's fl32(57344 / amax) rounded up by an fp32 ulp.
+        over += static_cast<float>(amax[k]) * static_cast<float>(enc.back()) >= 61440.0f ? 1 : 0;
       }
       fp8_chart.series.push_back(report::series_of(a.title, enc));
       double lo = INFINITY, hi = -INFINITY;
@@ -528,8 +529,8 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
       md += link(c.report, "fp8-scales", "FP8 scales for one amax sequence");
       md += amax_table;
       md += "\nDelayed scaling runs each step with the scale computed from the amaxes of the steps before it "
-            "(the step-0 scale is 1), so a tensor whose amax exceeds every amax of its history overflows the "
-            "format at that step: with a saturating cast a few values are clamped, with a non-saturating one "
+            "(the step-0 scale is 1), so a tensor whose amax grows past its history's maximum by more than the "
+            "rounding margin (E5M2: 61440 / 57344, 7%) overflows the format at that step: with a saturating cast a few values are clamped, with a non-saturating one "
             "the step has an inf or NaN and is skipped (the table above). Current scaling uses this step's own "
             "amax and does not overflow.\n";
     }
