@@ -551,13 +551,20 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
             general(static_cast<double>(st.skipped) * c.growth_interval / static_cast<double>(st.steps)) +
             " per interval |\n";
     }
-    const ScalersRun* sn = runs.find("normal", "static", 1);
-    const ScalersRun* sb = runs.find("backward", "static", 1);
-    if (sn && sb)
+    const auto skips_per_seed = [&](const std::string& scenario) {
+      std::string text;
+      for (const ScalersRun* r : runs.seeds_of(scenario, "static")) {
+        if (!text.empty()) text += ", ";
+        text += r->summary["skipped_steps"].dump();
+      }
+      return text;
+    };
+    if (runs.find("normal", "static", 1) && runs.find("backward", "static", 1))
       md += "| A static scale such as 128 works if it does not overflow (MXNet talk, 2018) | S = 128 suggested | "
-            "static " + scale_text(c.static_scale) + ": " + sn->summary["skipped_steps"].dump() +
-            " skipped steps on the normal model, " + sb->summary["skipped_steps"].dump() + " of " +
-            std::to_string(backward.steps) + " on the backward-overflow model (it cannot back off) |\n";
+            "static " + scale_text(c.static_scale) + ", skipped steps per seed: " + skips_per_seed("normal") +
+            " on the normal model; " + skips_per_seed("backward") + " of " + std::to_string(backward.steps) +
+            " on the backward-overflow model (a static scale cannot back off: it skips until a batch's gradients "
+            "fit, and an applied update may then shrink them) |\n";
     const ScalersRun* fd = runs.find("forward", "deepspeed", 1);
     const ScalersRun* ft = runs.find("forward", "torch", 1);
     if (fd && ft) {
