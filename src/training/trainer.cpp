@@ -120,6 +120,10 @@ Trainer::Trainer(TrainConfig config)
   if (config_.steps == 0) bad_config("--steps must be at least 1");
   if (config_.data != "synthetic" && config_.image_size != 28)
     bad_config("--image-size " + std::to_string(config_.image_size) + ": only the synthetic data can change its size");
+  if (!(config_.input_scale > 0 && std::isfinite(static_cast<float>(config_.input_scale))))
+    bad_config("input_scale must be a number > 0 that fits in fp32 (1 leaves the images as they are)");
+  if (config_.input_scale != 1.0 && config_.model == "dcgan")
+    bad_config("input_scale: only the classifiers (mlp, cnn) scale their input images");
 
   // The loss scaler: found_inf-driven only; the amax-driven ones scale fp8 operands.
   {
@@ -213,6 +217,12 @@ Trainer::Trainer(TrainConfig config)
 
 Trainer::~Trainer() = default;
 
+void Trainer::scale_inputs(std::span<float> images) const {
+  if (config_.input_scale == 1.0) return;
+  const auto k = static_cast<float>(config_.input_scale);
+  for (float& v : images) v *= k;
+}
+
 nn::Sequential& Trainer::classifier() {
   if (!impl_->model) throw std::logic_error("Trainer::classifier: the dcgan run has no classifier");
   return *impl_->model;
@@ -271,6 +281,7 @@ Evaluation Trainer::evaluate() {
     nn::Tensor x(static_cast<int>(count), test.channels, test.height, test.width);
     const auto images = std::span<const float>(test.images).subspan(first * test.image_size(), count * test.image_size());
     std::copy(images.begin(), images.end(), x.values.begin());
+    scale_inputs(x.values);
     const auto labels = std::span<const std::int32_t>(test.labels).subspan(first, count);
     const nn::Tensor logits = model.forward(ctx, x);
     for (float v : logits.values)
@@ -409,6 +420,7 @@ nlohmann::json Trainer::step() {
     const data::Dataset& d = m.data.train;
     nn::Tensor x(static_cast<int>(batch.size()), d.channels, d.height, d.width);
     std::copy(batch.images.begin(), batch.images.end(), x.values.begin());
+    scale_inputs(x.values);
     const double scale = m.scaler->scale();
     ctx.set_loss_scale(scale);
 
@@ -609,6 +621,7 @@ nlohmann::json Trainer::summary() const {
                            {"study_format", config_.study_format},
                            {"recorders", config_.recorders},
                            {"record_every", config_.record_every}};
+  if (config_.input_scale != 1.0) config["input_scale"] = config_.input_scale;
   if (config_.optimizer == OptimizerKind::sgd)
     config["sgd"] = {{"lr", config_.sgd.lr}, {"momentum", config_.sgd.momentum},
                      {"weight_decay", config_.sgd.weight_decay}, {"nesterov", config_.sgd.nesterov}};

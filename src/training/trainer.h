@@ -84,6 +84,13 @@ struct TrainConfig {
   // sklearn-digits 1437 / 360).
   std::size_t train_size = 8000;
   std::size_t test_size = 2000;
+  // The classifiers' input images (training batches and test chunks; the
+  // data sets themselves stay in [0, 1]) multiplied by this factor in fp32
+  // as they enter the model: a model made to overflow on purpose (the
+  // scalers experiment; the MLP has no normalization, so its activations and
+  // gradients grow with it). Must be > 0 and fit in fp32; summary.json shows
+  // it only when != 1.
+  double input_scale = 1.0;
   // Classifiers: also evaluate on the test split every N steps (0: only
   // after the last step), into that step's line of steps.jsonl.
   std::size_t eval_every = 0;
@@ -184,6 +191,7 @@ class Trainer {
 
  private:
   struct Impl;
+  void scale_inputs(std::span<float> images) const;  // config_.input_scale
   TrainConfig config_;
   Recipe recipe_;
   std::unique_ptr<Impl> impl_;
