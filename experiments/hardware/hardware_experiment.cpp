@@ -210,9 +210,12 @@ HardwareResult run_hardware(const HardwareConfig& c, const std::function<void(co
     md += "The hardware side ran on **" + result.device + "** (cuBLAS " + gpu::linked_cublas_version() +
           ", cuDNN " + gpu::linked_cudnn_version() + ").\n\n";
   } else {
-    md += "**No GPU was available** (" + result.gpu_reason + "): the hardware columns below are empty and "
-          "nothing in this report was measured on a GPU. On a machine with one, `experiments/gpu_session` (or "
-          "`build/experiments/hardware`) fills them.\n\n";
+    // The reason (no driver, no device, a build without CUDA) goes to the
+    // command's output and --json, not here: the report stays the same
+    // bytes on every machine without a GPU, so CI can regenerate it.
+    md += "**No GPU was available** to this run (the command prints why): the hardware columns below are empty "
+          "and nothing in this report was measured on a GPU. On a machine with one, `experiments/gpu_session` "
+          "(or `build/experiments/hardware`) fills them.\n\n";
   }
   md += "## What is compared\n\n";
   md += "The same seeded inputs (noise rounded to the input format, so that the hardware's conversion is exact) "
