@@ -5,29 +5,21 @@
 #include <cstdio>
 
 #include "report/svg_histogram.h"
+#include "report/svg_number.h"
 #include "report/xml_escape.h"
 
 namespace mpverify::experiments {
 
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
-std::string short_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+using report::svg_coordinate;
+using report::tick_label;
 
 std::string text(double x, double y, const std::string& s, const char* anchor = "start", const char* fill = "black") {
   std::string t = "<text x=\"";
-  t += num(x);
+  t += svg_coordinate(x);
   t += "\" y=\"";
-  t += num(y);
+  t += svg_coordinate(y);
   t += "\" text-anchor=\"";
   t += anchor;
   t += "\" fill=\"";
@@ -40,13 +32,13 @@ std::string text(double x, double y, const std::string& s, const char* anchor = 
 
 std::string rect(double x, double y, double w, double h, const char* fill, const std::string& extra = "") {
   std::string r = "<rect x=\"";
-  r += num(x);
+  r += svg_coordinate(x);
   r += "\" y=\"";
-  r += num(y);
+  r += svg_coordinate(y);
   r += "\" width=\"";
-  r += num(w);
+  r += svg_coordinate(w);
   r += "\" height=\"";
-  r += num(h);
+  r += svg_coordinate(h);
   r += "\" fill=\"";
   r += fill;
   r += "\"";
@@ -57,13 +49,13 @@ std::string rect(double x, double y, double w, double h, const char* fill, const
 
 std::string line(double x1, double y1, double x2, double y2, const char* stroke, bool dashed) {
   std::string l = "<line x1=\"";
-  l += num(x1);
+  l += svg_coordinate(x1);
   l += "\" y1=\"";
-  l += num(y1);
+  l += svg_coordinate(y1);
   l += "\" x2=\"";
-  l += num(x2);
+  l += svg_coordinate(x2);
   l += "\" y2=\"";
-  l += num(y2);
+  l += svg_coordinate(y2);
   l += "\" stroke=\"";
   l += stroke;
   l += dashed ? "\" stroke-dasharray=\"5 3\"/>\n" : "\"/>\n";
@@ -123,10 +115,10 @@ std::string svg_binade_figure(const BinadeFigure& f) {
   const double height = legend_h + static_cast<double>(f.panels.size()) * panel_block + 34;
   const auto x_of = [&](double e) { return kBinadeLeft + (e - lo) * w; };
 
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
-                    num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_coordinate(width) + "\" height=\"" +
+                    svg_coordinate(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += rect(0, 0, width, height, "white");
-  svg += "<text x=\"" + num(kBinadeLeft) + "\" y=\"22\" font-size=\"15\">" + report::xml_escape(f.title) + "</text>\n";
+  svg += "<text x=\"" + svg_coordinate(kBinadeLeft) + "\" y=\"22\" font-size=\"15\">" + report::xml_escape(f.title) + "</text>\n";
   // The legend: what each shaded range becomes in the format.
   {
     double x = kBinadeLeft;
@@ -138,7 +130,7 @@ std::string svg_binade_figure(const BinadeFigure& f) {
     };
     key(kZeroFill, "becomes 0 in " + f.format_name + " (|v| <= 2^" + std::to_string(zero_below) + ")");
     key(kSubnormalFill, "becomes subnormal");
-    key(kOverflowFill, "overflows (> " + short_number(t.max_finite) + ")");
+    key(kOverflowFill, "overflows (> " + tick_label(t.max_finite) + ")");
     svg += line(x, y - 10, x, y + 2, kMarkStroke, true);
     svg += text(x + 6, y, "format limits");
   }
@@ -148,7 +140,7 @@ std::string svg_binade_figure(const BinadeFigure& f) {
     std::string label;
   } marks[] = {{static_cast<double>(t.min_subnormal_exponent), "2^" + std::to_string(t.min_subnormal_exponent)},
                {static_cast<double>(t.min_normal_exponent), "2^" + std::to_string(t.min_normal_exponent)},
-               {mark_max, short_number(t.max_finite)}};
+               {mark_max, tick_label(t.max_finite)}};
   const int step = binade_tick_step(bins);
 
   for (std::size_t i = 0; i < f.panels.size(); ++i) {
@@ -157,7 +149,7 @@ std::string svg_binade_figure(const BinadeFigure& f) {
     const double top = legend_h + static_cast<double>(i) * panel_block + caption_h;
     const double base = top + kBinadePanelHeight;
     std::string caption = f.panels[i].label + ": " + std::to_string(total) + " values; zeros ";
-    caption += total ? short_number(std::round(10000.0 * static_cast<double>(h.zeros) / static_cast<double>(total)) / 100.0)
+    caption += total ? tick_label(std::round(10000.0 * static_cast<double>(h.zeros) / static_cast<double>(total)) / 100.0)
                      : std::string("0");
     caption += "% (not drawn)";
     if (h.nans + h.infinities) caption += ", non-finite " + std::to_string(h.nans + h.infinities);
@@ -170,7 +162,7 @@ std::string svg_binade_figure(const BinadeFigure& f) {
     for (double g : {0.0, 0.5, 1.0}) {
       const double y = base - g * kBinadePanelHeight;
       svg += line(kBinadeLeft, y, kBinadeLeft + kBinadePlotWidth, y, g == 0 ? "black" : "#bbbbbb", false);
-      svg += text(kBinadeLeft - 6, y + 4, short_number(g * y_top) + "%", "end");
+      svg += text(kBinadeLeft - 6, y + 4, tick_label(g * y_top) + "%", "end");
     }
     for (int e = lo; e <= hi; ++e) {
       if (e < ExponentHistogram::min_exponent || e > ExponentHistogram::max_exponent) continue;
@@ -178,10 +170,10 @@ std::string svg_binade_figure(const BinadeFigure& f) {
       if (c == 0) continue;
       const double pct = 100.0 * static_cast<double>(c) / static_cast<double>(total);
       const double bar = kBinadePanelHeight * pct / y_top;
-      svg += "<rect x=\"" + num(x_of(e) + 0.5) + "\" y=\"" + num(base - bar) + "\" width=\"" +
-             num(std::max(w - 1, 1.0)) + "\" height=\"" + num(bar) + "\" fill=\"#3b6ea5\"><title>[2^" +
+      svg += "<rect x=\"" + svg_coordinate(x_of(e) + 0.5) + "\" y=\"" + svg_coordinate(base - bar) + "\" width=\"" +
+             svg_coordinate(std::max(w - 1, 1.0)) + "\" height=\"" + svg_coordinate(bar) + "\" fill=\"#3b6ea5\"><title>[2^" +
              std::to_string(e) + ", 2^" + std::to_string(e + 1) + "): " + std::to_string(c) + " values, " +
-             short_number(pct) + "%</title></rect>\n";
+             tick_label(pct) + "%</title></rect>\n";
     }
     for (const Mark& m : marks) {
       svg += line(x_of(m.e), top, x_of(m.e), base, kMarkStroke, true);
@@ -196,7 +188,7 @@ std::string svg_binade_figure(const BinadeFigure& f) {
     }
   }
   svg += text(kBinadeLeft + kBinadePlotWidth / 2, height - 10, f.x_label, "middle");
-  svg += "<text transform=\"translate(16," + num(legend_h + 40) + ") rotate(90)\">% of all values</text>\n";
+  svg += "<text transform=\"translate(16," + svg_coordinate(legend_h + 40) + ") rotate(90)\">% of all values</text>\n";
   svg += "</svg>\n";
   return svg;
 }

@@ -8,17 +8,12 @@
 
 #include "io/base64.h"
 #include "report/png_image.h"
+#include "report/svg_number.h"
 #include "report/xml_escape.h"
 
 namespace mpverify::report {
 
 namespace {
-
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
 
 constexpr std::uint8_t kSeparator = 128;
 constexpr double kMargin = 16, kTitleHeight = 34, kLabelHeight = 20, kGap = 24;
@@ -87,23 +82,23 @@ std::string svg_image_grid(const ImageGridFigure& figure) {
   width += kMargin - kGap;
   const double top = kTitleHeight + kLabelHeight;
   const double height = top + panels_height + (figure.note.empty() ? 12.0 : 32.0);
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-                    "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_coordinate(width) + "\" height=\"" + svg_coordinate(height) +
+                    "\" viewBox=\"0 0 " + svg_coordinate(width) + " " + svg_coordinate(height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num(kMargin) + "\" y=\"24\" font-size=\"15\">" + xml_escape(figure.title) + "</text>\n";
+  svg += "<text x=\"" + svg_coordinate(kMargin) + "\" y=\"24\" font-size=\"15\">" + xml_escape(figure.title) + "</text>\n";
   double x = kMargin;
   for (std::size_t i = 0; i < placed.size(); ++i) {
     const Placed& q = placed[i];
     const double w = s * static_cast<double>(q.width), h = s * static_cast<double>(q.height);
-    svg += "<text x=\"" + num(x) + "\" y=\"" + num(top - 6) + "\">" + xml_escape(figure.panels[i].label) + "</text>\n";
+    svg += "<text x=\"" + svg_coordinate(x) + "\" y=\"" + svg_coordinate(top - 6) + "\">" + xml_escape(figure.panels[i].label) + "</text>\n";
     if (q.png.empty()) {
-      svg += "<rect x=\"" + num(x) + "\" y=\"" + num(top) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
+      svg += "<rect x=\"" + svg_coordinate(x) + "\" y=\"" + svg_coordinate(top) + "\" width=\"" + svg_coordinate(w) + "\" height=\"" + svg_coordinate(h) +
              "\" fill=\"#eeeeee\" stroke=\"#888888\"/>\n";
-      svg += "<text x=\"" + num(x + w / 2) + "\" y=\"" + num(top + h / 2 + 4) + "\" text-anchor=\"middle\">" +
+      svg += "<text x=\"" + svg_coordinate(x + w / 2) + "\" y=\"" + svg_coordinate(top + h / 2 + 4) + "\" text-anchor=\"middle\">" +
              xml_escape(figure.panels[i].empty_text) + "</text>\n";
     } else {
-      svg += "<image x=\"" + num(x) + "\" y=\"" + num(top) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
+      svg += "<image x=\"" + svg_coordinate(x) + "\" y=\"" + svg_coordinate(top) + "\" width=\"" + svg_coordinate(w) + "\" height=\"" + svg_coordinate(h) +
              "\" preserveAspectRatio=\"none\" image-rendering=\"pixelated\" style=\"image-rendering:pixelated\" "
              "href=\"data:image/png;base64," +
              io::base64_encode(q.png) + "\"/>\n";
@@ -111,7 +106,7 @@ std::string svg_image_grid(const ImageGridFigure& figure) {
     x += w + kGap;
   }
   if (!figure.note.empty())
-    svg += "<text x=\"" + num(kMargin) + "\" y=\"" + num(top + panels_height + 22) + "\">" + xml_escape(figure.note) +
+    svg += "<text x=\"" + svg_coordinate(kMargin) + "\" y=\"" + svg_coordinate(top + panels_height + 22) + "\">" + xml_escape(figure.note) +
            "</text>\n";
   svg += "</svg>\n";
   return svg;

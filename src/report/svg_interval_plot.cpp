@@ -7,23 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "report/svg_number.h"
 #include "report/xml_escape.h"
 
 namespace mpverify::report {
 
 namespace {
-
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
-std::string tick_text(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // Ticks at multiples of 1, 2 or 5 times a power of ten, about six of them.
 std::vector<double> ticks(double lo, double hi) {
@@ -85,37 +74,37 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
   const double legend_y = top + plot_h + 50;
   const double width = left + plot_w + kIntervalPlotRight,
                height = legend_y + 16 * static_cast<double>(legend_lines.size());
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-                    "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_coordinate(width) + "\" height=\"" + svg_coordinate(height) +
+                    "\" viewBox=\"0 0 " + svg_coordinate(width) + " " + svg_coordinate(height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(plot.title) + "</text>\n";
+  svg += "<text x=\"" + svg_coordinate(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(plot.title) + "</text>\n";
   // The band of equivalence first, so that everything else is drawn over it.
-  svg += "<rect class=\"margin-band\" x=\"" + num(left) + "\" y=\"" + num(py(plot.margin)) + "\" width=\"" +
-         num(plot_w) + "\" height=\"" + num(py(-plot.margin) - py(plot.margin)) + "\" fill=\"#e3f2e3\"/>\n";
+  svg += "<rect class=\"margin-band\" x=\"" + svg_coordinate(left) + "\" y=\"" + svg_coordinate(py(plot.margin)) + "\" width=\"" +
+         svg_coordinate(plot_w) + "\" height=\"" + svg_coordinate(py(-plot.margin) - py(plot.margin)) + "\" fill=\"#e3f2e3\"/>\n";
   for (const double t : ticks(lo, hi)) {
     const double y = py(t);
-    svg += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + plot_w) + "\" y2=\"" + num(y) +
+    svg += "<line x1=\"" + svg_coordinate(left) + "\" y1=\"" + svg_coordinate(y) + "\" x2=\"" + svg_coordinate(left + plot_w) + "\" y2=\"" + svg_coordinate(y) +
            "\" stroke=\"#dddddd\"/>\n";
-    svg += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" + xml_escape(tick_text(t)) +
+    svg += "<text x=\"" + svg_coordinate(left - 6) + "\" y=\"" + svg_coordinate(y + 4) + "\" text-anchor=\"end\">" + xml_escape(tick_label(t)) +
            "</text>\n";
   }
-  svg += "<line class=\"zero\" x1=\"" + num(left) + "\" y1=\"" + num(py(0)) + "\" x2=\"" + num(left + plot_w) +
-         "\" y2=\"" + num(py(0)) + "\" stroke=\"#555555\" stroke-dasharray=\"4 3\"/>\n";
+  svg += "<line class=\"zero\" x1=\"" + svg_coordinate(left) + "\" y1=\"" + svg_coordinate(py(0)) + "\" x2=\"" + svg_coordinate(left + plot_w) +
+         "\" y2=\"" + svg_coordinate(py(0)) + "\" stroke=\"#555555\" stroke-dasharray=\"4 3\"/>\n";
   // The band's label outside the plot, on the right, where no mark can hide it.
-  svg += "<text x=\"" + num(left + plot_w + 6) + "\" y=\"" + num(py(0) + 4) + "\" fill=\"#2a7a2a\">" +
-         xml_escape("±" + tick_text(plot.margin) + " margin") + "</text>\n";
-  svg += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(plot_w) + "\" height=\"" + num(plot_h) +
+  svg += "<text x=\"" + svg_coordinate(left + plot_w + 6) + "\" y=\"" + svg_coordinate(py(0) + 4) + "\" fill=\"#2a7a2a\">" +
+         xml_escape("±" + tick_label(plot.margin) + " margin") + "</text>\n";
+  svg += "<rect x=\"" + svg_coordinate(left) + "\" y=\"" + svg_coordinate(top) + "\" width=\"" + svg_coordinate(plot_w) + "\" height=\"" + svg_coordinate(plot_h) +
          "\" fill=\"none\" stroke=\"black\"/>\n";
-  svg += "<text transform=\"translate(16 " + num(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+  svg += "<text transform=\"translate(16 " + svg_coordinate(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
          xml_escape(plot.y_label) + "</text>\n";
 
   for (std::size_t i = 0; i < plot.groups.size(); ++i) {
     const IntervalGroup& g = plot.groups[i];
     const double cx = left + (static_cast<double>(i) + 0.5) * w;
     if (i > 0)
-      svg += "<line x1=\"" + num(left + static_cast<double>(i) * w) + "\" y1=\"" + num(top) + "\" x2=\"" +
-             num(left + static_cast<double>(i) * w) + "\" y2=\"" + num(top + plot_h) + "\" stroke=\"#eeeeee\"/>\n";
+      svg += "<line x1=\"" + svg_coordinate(left + static_cast<double>(i) * w) + "\" y1=\"" + svg_coordinate(top) + "\" x2=\"" +
+             svg_coordinate(left + static_cast<double>(i) * w) + "\" y2=\"" + svg_coordinate(top + plot_h) + "\" stroke=\"#eeeeee\"/>\n";
     const double m = static_cast<double>(g.values.size());
     const double spacing = std::min(6.0, (w / 3) / std::max(1.0, m));
     std::size_t drawn = 0;
@@ -125,19 +114,19 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
       if (!std::isfinite(g.values[k])) continue;
       ++drawn;
       const double x = cx - w / 6 + (static_cast<double>(k) - (m - 1) / 2) * spacing;
-      svg += "<circle cx=\"" + num(x) + "\" cy=\"" + num(py(g.values[k])) + "\" r=\"3\"/>\n";
+      svg += "<circle cx=\"" + svg_coordinate(x) + "\" cy=\"" + svg_coordinate(py(g.values[k])) + "\" r=\"3\"/>\n";
     }
     svg += "</g>\n";
     if (g.estimate) {
       const double x = cx + w / 6;
       svg += "<g class=\"interval\" stroke=\"#ee6677\" stroke-width=\"2.5\">\n<title>" + xml_escape(g.label) +
              ": estimate and interval</title>\n";
-      svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(py(*g.upper)) + "\" x2=\"" + num(x) + "\" y2=\"" +
-             num(py(*g.lower)) + "\"/>\n";
+      svg += "<line x1=\"" + svg_coordinate(x) + "\" y1=\"" + svg_coordinate(py(*g.upper)) + "\" x2=\"" + svg_coordinate(x) + "\" y2=\"" +
+             svg_coordinate(py(*g.lower)) + "\"/>\n";
       for (const double end : {*g.lower, *g.upper})
-        svg += "<line x1=\"" + num(x - 6) + "\" y1=\"" + num(py(end)) + "\" x2=\"" + num(x + 6) + "\" y2=\"" +
-               num(py(end)) + "\"/>\n";
-      svg += "<rect x=\"" + num(x - 4) + "\" y=\"" + num(py(*g.estimate) - 4) +
+        svg += "<line x1=\"" + svg_coordinate(x - 6) + "\" y1=\"" + svg_coordinate(py(end)) + "\" x2=\"" + svg_coordinate(x + 6) + "\" y2=\"" +
+               svg_coordinate(py(end)) + "\"/>\n";
+      svg += "<rect x=\"" + svg_coordinate(x - 4) + "\" y=\"" + svg_coordinate(py(*g.estimate) - 4) +
              "\" width=\"8.00\" height=\"8.00\" fill=\"#ee6677\" stroke=\"none\"/>\n</g>\n";
     }
     std::string label = g.label;
@@ -148,11 +137,11 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
       label += std::to_string(g.values.size());
       label += " drawn)";
     }
-    svg += "<text x=\"" + num(cx) + "\" y=\"" + num(top + plot_h + 20) + "\" text-anchor=\"middle\">" +
+    svg += "<text x=\"" + svg_coordinate(cx) + "\" y=\"" + svg_coordinate(top + plot_h + 20) + "\" text-anchor=\"middle\">" +
            xml_escape(label) + "</text>\n";
   }
   for (std::size_t k = 0; k < legend_lines.size(); ++k)
-    svg += "<text x=\"" + num(left) + "\" y=\"" + num(legend_y + 16 * static_cast<double>(k)) + "\">" +
+    svg += "<text x=\"" + svg_coordinate(left) + "\" y=\"" + svg_coordinate(legend_y + 16 * static_cast<double>(k)) + "\">" +
            xml_escape(legend_lines[k]) + "</text>\n";
   svg += "</svg>\n";
   return svg;

@@ -7,23 +7,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "report/svg_number.h"
 #include "report/xml_escape.h"
 
 namespace mpverify::report {
 
 namespace {
-
-std::string num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
-std::string tick_text(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // Paul Tol's "bright" qualitative scheme: distinct for colour-blind readers.
 constexpr const char* kColours[] = {"#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#555555"};
@@ -93,33 +82,33 @@ std::string svg_line_chart(const LineChart& chart) {
   const double legend_top = top + plot_h + 48;
   const double width = left + plot_w + 30;
   const double height = legend_top + 18.0 * static_cast<double>(chart.series.size()) + 8;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-                    "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_coordinate(width) + "\" height=\"" + svg_coordinate(height) +
+                    "\" viewBox=\"0 0 " + svg_coordinate(width) + " " + svg_coordinate(height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(chart.title) + "</text>\n";
+  svg += "<text x=\"" + svg_coordinate(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(chart.title) + "</text>\n";
   // Grid and ticks.
   const bool log_y = chart.log2_y || chart.log10_y;
   for (const double t : log_y ? log_ticks(*yr) : linear_ticks(*yr)) {
     const double y = py(t);
-    svg += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + plot_w) + "\" y2=\"" + num(y) +
+    svg += "<line x1=\"" + svg_coordinate(left) + "\" y1=\"" + svg_coordinate(y) + "\" x2=\"" + svg_coordinate(left + plot_w) + "\" y2=\"" + svg_coordinate(y) +
            "\" stroke=\"#dddddd\"/>\n";
-    std::string label = chart.log2_y ? "2^" + tick_text(t) : chart.log10_y ? "1e" + tick_text(t) : tick_text(t);
-    svg += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" + xml_escape(label) +
+    std::string label = chart.log2_y ? "2^" + tick_label(t) : chart.log10_y ? "1e" + tick_label(t) : tick_label(t);
+    svg += "<text x=\"" + svg_coordinate(left - 6) + "\" y=\"" + svg_coordinate(y + 4) + "\" text-anchor=\"end\">" + xml_escape(label) +
            "</text>\n";
   }
   for (const double t : linear_ticks(*xr)) {
     const double x = px(t);
-    svg += "<line x1=\"" + num(x) + "\" y1=\"" + num(top + plot_h) + "\" x2=\"" + num(x) + "\" y2=\"" +
-           num(top + plot_h + 5) + "\" stroke=\"black\"/>\n";
-    svg += "<text x=\"" + num(x) + "\" y=\"" + num(top + plot_h + 18) + "\" text-anchor=\"middle\">" +
-           xml_escape(tick_text(t)) + "</text>\n";
+    svg += "<line x1=\"" + svg_coordinate(x) + "\" y1=\"" + svg_coordinate(top + plot_h) + "\" x2=\"" + svg_coordinate(x) + "\" y2=\"" +
+           svg_coordinate(top + plot_h + 5) + "\" stroke=\"black\"/>\n";
+    svg += "<text x=\"" + svg_coordinate(x) + "\" y=\"" + svg_coordinate(top + plot_h + 18) + "\" text-anchor=\"middle\">" +
+           xml_escape(tick_label(t)) + "</text>\n";
   }
-  svg += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(plot_w) + "\" height=\"" + num(plot_h) +
+  svg += "<rect x=\"" + svg_coordinate(left) + "\" y=\"" + svg_coordinate(top) + "\" width=\"" + svg_coordinate(plot_w) + "\" height=\"" + svg_coordinate(plot_h) +
          "\" fill=\"none\" stroke=\"black\"/>\n";
-  svg += "<text x=\"" + num(left + plot_w / 2) + "\" y=\"" + num(top + plot_h + 36) + "\" text-anchor=\"middle\">" +
+  svg += "<text x=\"" + svg_coordinate(left + plot_w / 2) + "\" y=\"" + svg_coordinate(top + plot_h + 36) + "\" text-anchor=\"middle\">" +
          xml_escape(chart.x_label) + "</text>\n";
-  svg += "<text transform=\"translate(16 " + num(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+  svg += "<text transform=\"translate(16 " + svg_coordinate(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
          xml_escape(chart.y_label) + "</text>\n";
   // The series, each unbroken run of drawable points one polyline.
   for (std::size_t i = 0; i < chart.series.size(); ++i) {
@@ -131,13 +120,13 @@ std::string svg_line_chart(const LineChart& chart) {
     std::vector<std::pair<double, double>> run;
     const auto flush = [&] {
       if (run.size() == 1) {
-        svg += "<circle cx=\"" + num(run[0].first) + "\" cy=\"" + num(run[0].second) + "\" r=\"2\" fill=\"" + colour +
+        svg += "<circle cx=\"" + svg_coordinate(run[0].first) + "\" cy=\"" + svg_coordinate(run[0].second) + "\" r=\"2\" fill=\"" + colour +
                "\"/>\n";
       } else if (run.size() > 1) {
         svg += "<polyline points=\"";
         for (std::size_t k = 0; k < run.size(); ++k) {
           if (k) svg += ' ';
-          svg += num(run[k].first) + "," + num(run[k].second);
+          svg += svg_coordinate(run[k].first) + "," + svg_coordinate(run[k].second);
         }
         svg += "\"/>\n";
       }
@@ -154,9 +143,9 @@ std::string svg_line_chart(const LineChart& chart) {
     flush();
     svg += "</g>\n";
     const double ly = legend_top + 18.0 * static_cast<double>(i);
-    svg += "<line x1=\"" + num(left) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(left + 28) + "\" y2=\"" +
-           num(ly - 4) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + dash + "/>\n";
-    svg += "<text x=\"" + num(left + 36) + "\" y=\"" + num(ly) + "\">" + xml_escape(s.label) + "</text>\n";
+    svg += "<line x1=\"" + svg_coordinate(left) + "\" y1=\"" + svg_coordinate(ly - 4) + "\" x2=\"" + svg_coordinate(left + 28) + "\" y2=\"" +
+           svg_coordinate(ly - 4) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + dash + "/>\n";
+    svg += "<text x=\"" + svg_coordinate(left + 36) + "\" y=\"" + svg_coordinate(ly) + "\">" + xml_escape(s.label) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;
