@@ -69,12 +69,34 @@ TEST(TrainCli, BadInputExitsWith2AndWritesNothing) {
   for (const std::string& args : {std::string("--recipe o7"), std::string("--recipe o2 --backend ref"),
                                   std::string("--scaler sometimes"), std::string("--model resnet"),
                                   std::string("--inject-inf x:fc1.w"), std::string("--backend tpu"),
-                                  std::string("--samples 5")}) {
+                                  std::string("--samples 5"), std::string("--beta1 0.5"),
+                                  std::string("--optimizer adam --beta1 1"),
+                                  std::string("--optimizer adam --beta2 -0.1")}) {
     const auto r = run_command(train(args + " --out " + dir.string()), "", true);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("error"), std::string::npos) << args;
     EXPECT_FALSE(fs::exists(dir)) << args << " left a directory";
   }
+}
+
+// The betas reach the optimizer: summary.json's config echoes what the
+// Trainer was built with, and the defaults stay PyTorch's (0.9, 0.999).
+TEST(TrainCli, AdamBetasAreSetFromTheCommandLine) {
+  const fs::path dir = fresh_dir("betas");
+  const auto r = run_command(train("--optimizer adam --beta1 0.5 --beta2 0.99 --out " + dir.string()), "", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(dir / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  EXPECT_EQ(summary["config"]["adam"]["beta1"].get<double>(), 0.5);
+  EXPECT_EQ(summary["config"]["adam"]["beta2"].get<double>(), 0.99);
+  const fs::path plain = fresh_dir("betas-default");
+  ASSERT_EQ(run_command(train("--optimizer adam --out " + plain.string()), "", true).exit_code, 0);
+  std::ifstream in2(plain / "summary.json");
+  const nlohmann::json d = nlohmann::json::parse(in2);
+  EXPECT_EQ(d["config"]["adam"]["beta1"].get<double>(), 0.9);
+  EXPECT_EQ(d["config"]["adam"]["beta2"].get<double>(), 0.999);
+  fs::remove_all(dir);
+  fs::remove_all(plain);
 }
 
 TEST(TrainCli, AnExistingRunIsNotReplacedWithoutForce) {

@@ -2,6 +2,8 @@
 // Trains one model on one backend under one recipe and loss-scale strategy,
 // with the recorders on, into a run directory (training/trainer.h):
 // steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json.
+#include <optional>
+#include <tuple>
 #include <unistd.h>
 
 #include <cstdio>
@@ -75,6 +77,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
     metrics::GanEvaluationOptions fid;
     std::vector<std::string> scaler_opts;
     double lr = -1, momentum = -1, weight_decay = 0;
+    std::optional<double> beta1, beta2;
     bool nesterov = false, no_histograms = false, no_recorders = false, json = false, force = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
@@ -139,6 +142,8 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
   app->add_option("--lr", o->lr, "Learning rate (default: sgd 0.05, adam 1e-3)");
   app->add_option("--momentum", o->momentum, "SGD momentum (default 0.9)");
+  app->add_option("--beta1", o->beta1, "Adam's beta1 in [0, 1) (default 0.9; DCGAN practice: 0.5)");
+  app->add_option("--beta2", o->beta2, "Adam's beta2 in [0, 1) (default 0.999)");
   app->add_option("--weight-decay", o->weight_decay, "Weight decay")->capture_default_str();
   app->add_flag("--nesterov", o->nesterov, "Nesterov momentum (SGD)");
   app->add_option("--record-every", c.record_every, "Per-tensor records every N steps (0: none)")
@@ -168,9 +173,17 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       if (o->momentum >= 0) config.sgd.momentum = o->momentum;
       config.sgd.weight_decay = o->weight_decay;
       config.sgd.nesterov = o->nesterov;
+      if (o->beta1 || o->beta2) throw UsageError("--beta1/--beta2 set Adam's moments; add --optimizer adam");
     } else if (o->optimizer == "adam" || o->optimizer == "adamw") {
       config.optimizer = training::OptimizerKind::adam;
       if (o->lr >= 0) config.adam.lr = o->lr;
+      for (const auto& [value, name, target] : {std::tuple{o->beta1, "--beta1", &config.adam.beta1},
+                                                std::tuple{o->beta2, "--beta2", &config.adam.beta2}}) {
+        if (!value) continue;
+        if (!(*value >= 0 && *value < 1))
+          throw UsageError(std::string(name) + " " + std::to_string(*value) + ": Adam's betas lie in [0, 1)");
+        *target = *value;
+      }
       config.adam.weight_decay = o->weight_decay;
       config.adam.adamw = o->optimizer == "adamw";
     } else {
