@@ -201,12 +201,7 @@ namespace {
 void write_ensembles(const GanParityConfig& c, const std::vector<GanSide>& sides) {
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
-  for (const GanSide& side : sides) {
-    json shared = metrics::read_json_document(training::seed_directory(c.runs / side.name, 1) / "summary.json")["config"];
-    shared.erase("seed");
-    record::write_file_atomically(c.runs / side.name / "ensemble.json",
-                                  json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
-  }
+  for (const GanSide& side : sides) training::write_ensemble_manifest(c.runs / side.name, seeds);
 }
 
 // --report-only: the runs a previous run left, refused (std::invalid_argument)

@@ -42,16 +42,6 @@ std::optional<double> number_at(const json& j, const char* key) {
 
 std::string fid_text(const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("diverged"); }
 
-// The run directories of one side as the gate reads them, named relative to
-// the runs directory (so the report does not depend on where it is).
-metrics::Ensemble read_side(const fs::path& runs, const std::string& name) {
-  metrics::Ensemble e = metrics::read_ensemble(runs / name, true);
-  e.name = name;
-  for (metrics::RunDirectory& r : e.runs)
-    if (r.seed) r.name = name + "/seed-" + std::to_string(*r.seed);
-  return e;
-}
-
 metrics::Ensemble read_one(const fs::path& runs, const std::string& name, std::uint64_t seed) {
   metrics::Ensemble e;
   e.name = name + "/seed-" + std::to_string(seed);
@@ -112,7 +102,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
 
   // The gates: FID paired over the seeds (the verdict), FID per seed on the
   // bootstrap standard errors, and KID paired over the seeds.
-  const metrics::Ensemble baseline = read_side(c.runs, sides[0].name);
+  const metrics::Ensemble baseline = metrics::read_named_ensemble(c.runs, sides[0].name, true);
   metrics::GateOptions fid_options;
   fid_options.metric = metrics::GateMetric::fid;
   fid_options.margin = fid_margin;
@@ -121,7 +111,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   std::vector<std::vector<metrics::GateResult>> seed_gates;
   std::vector<KidTest> kid_tests;
   for (std::size_t k = 1; k < sides.size(); ++k) {
-    fid_gates.push_back(metrics::evaluate_gate(baseline, read_side(c.runs, sides[k].name), fid_options));
+    fid_gates.push_back(metrics::evaluate_gate(baseline, metrics::read_named_ensemble(c.runs, sides[k].name, true), fid_options));
     say(metrics::gate_verdict_line(fid_gates.back()));
     seed_gates.emplace_back();
     for (std::uint64_t s = 1; s <= n_seeds; ++s)
@@ -539,9 +529,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
                     {"fid", r.summary["evaluation"]["fid"]}, {"kid", r.summary["evaluation"]["kid"]},
                     {"skipped_steps", r.summary["skipped_steps"]}, {"final_scale", r.summary["final_scale"]}});
   j["runs"] = runs;
-  json written = json::array();
-  for (const fs::path& f : files) written.push_back(f.string());
-  j["files"] = written;
+  j["files"] = files;
   result.json = j;
   return result;
 }

@@ -271,9 +271,7 @@ HardwareResult run_hardware(const HardwareConfig& c, const std::function<void(co
       cases.push_back(row);
     }
   j["cases"] = cases;
-  nlohmann::ordered_json files = nlohmann::ordered_json::array();
-  for (const fs::path& f : result.files) files.push_back(f.string());
-  j["files"] = files;
+  j["files"] = result.files;
   result.json = j;
   return result;
 }

@@ -237,23 +237,12 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
   // `mpverify gate` reproduces every verdict from the directories.
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
-  for (const Side& side : sides) {
-    json shared = metrics::read_json_document(training::seed_directory(c.runs / side.name, 1) / "summary.json")["config"];
-    shared.erase("seed");
-    record::write_file_atomically(c.runs / side.name / "ensemble.json",
-                                  json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
-  }
+  for (const Side& side : sides) training::write_ensemble_manifest(c.runs / side.name, seeds);
 
   // The gate, on directories named relative to `runs` (the report does not
   // depend on where the runs were written).
   say("parity gates");
-  const auto read_side = [&](const std::string& name) {
-    metrics::Ensemble e = metrics::read_ensemble(c.runs / name, true);
-    e.name = name;
-    for (metrics::RunDirectory& r : e.runs)
-      if (r.seed) r.name = name + "/seed-" + std::to_string(*r.seed);
-    return e;
-  };
+  const auto read_side = [&](const std::string& name) { return metrics::read_named_ensemble(c.runs, name, true); };
   const metrics::Ensemble baseline = read_side(kBaseline);
   for (std::size_t k = 1; k < sides.size(); ++k) {
     const metrics::Ensemble candidate = read_side(sides[k].name);
@@ -581,9 +570,7 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
                     {"test_accuracy", r.summary["evaluation"]["test_accuracy"]},
                     {"skipped_steps", r.summary["skipped_steps"]}, {"final_scale", r.summary["final_scale"]}});
   j["runs"] = runs;
-  json written = json::array();
-  for (const fs::path& f : files) written.push_back(f.string());
-  j["files"] = written;
+  j["files"] = files;
   result.json = j;
   return result;
 }

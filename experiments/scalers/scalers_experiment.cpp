@@ -204,9 +204,7 @@ ScalersResult run_scalers(const ScalersConfig& c, const Progress& progress) {
   result.json["runs"] = runs;
   result.json["replays_agree"] = report.replays_agree;
   result.json["replay_checks"] = report.replay_checks;
-  nlohmann::ordered_json files = nlohmann::ordered_json::array();
-  for (const fs::path& f : result.files) files.push_back(f.string());
-  result.json["files"] = files;
+  result.json["files"] = result.files;
   return result;
 }
 

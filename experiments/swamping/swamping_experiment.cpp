@@ -270,12 +270,7 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   for (double lr : c.learning_rates)
-    for (const Side& side : sides) {
-      const fs::path dir = c.runs / learning_rate_directory(lr) / side.name;
-      json shared = metrics::read_json_document(training::seed_directory(dir, 1) / "summary.json")["config"];
-      shared.erase("seed");
-      record::write_file_atomically(dir / "ensemble.json", json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
-    }
+    for (const Side& side : sides) training::write_ensemble_manifest(c.runs / learning_rate_directory(lr) / side.name, seeds);
 
   // Per learning rate: the gates, the accuracies, the pooled census rates.
   say("swamping: gates, figures and report");
@@ -293,11 +288,7 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     res.lr = lr;
     const std::string dir = learning_rate_directory(lr);
     const auto read_side = [&](const Side& side) {
-      metrics::Ensemble e = metrics::read_ensemble(c.runs / dir / side.name, true);
-      e.name = dir + "/" + side.name;
-      for (metrics::RunDirectory& r : e.runs)
-        if (r.seed) r.name = e.name + "/seed-" + std::to_string(*r.seed);
-      return e;
+      return metrics::read_named_ensemble(c.runs, dir + "/" + side.name, true);
     };
     const metrics::Ensemble baseline = read_side(fp32);
     metrics::GateOptions acc;
@@ -875,9 +866,7 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
   for (std::size_t i = 0; i < runs.size(); ++i)
     runs_json.push_back({{"dir", runs[i].dir.string()}, {"wall_seconds", finished[i].wall_seconds}});
   j["runs"] = runs_json;
-  nlohmann::ordered_json written = nlohmann::ordered_json::array();
-  for (const fs::path& f : files) written.push_back(f.string());
-  j["files"] = written;
+  j["files"] = files;
   result.json = j;
   result.files = files;
   return result;

@@ -302,19 +302,8 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
   // Ensemble directories, as `train --seeds` writes them, and the gates.
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
-  const auto write_ensemble = [&](const std::string& name) {
-    json shared = metrics::read_json_document(training::seed_directory(c.runs / name, 1) / "summary.json")["config"];
-    shared.erase("seed");
-    shared.erase("recorders");
-    record::write_file_atomically(c.runs / name / "ensemble.json", json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
-  };
-  const auto read_side = [&](const std::string& name) {
-    metrics::Ensemble e = metrics::read_ensemble(c.runs / name, true);
-    e.name = name;
-    for (metrics::RunDirectory& r : e.runs)
-      if (r.seed) r.name = cat(name, "/seed-", std::to_string(*r.seed));
-    return e;
-  };
+  const auto write_ensemble = [&](const std::string& name) { training::write_ensemble_manifest(c.runs / name, seeds); };
+  const auto read_side = [&](const std::string& name) { return metrics::read_named_ensemble(c.runs, name, true); };
   const auto accuracy_of = [](const json& summary) -> std::optional<double> {
     const json& a = summary["evaluation"]["test_accuracy"];
     if (!a.is_number()) return std::nullopt;
@@ -749,9 +738,7 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
   for (std::size_t i = 0; i < queue.size(); ++i)
     runs.push_back({{"run", queue[i].label}, {"wall_seconds", finished[i].wall_seconds}});
   j["runs"] = runs;
-  json written = json::array();
-  for (const fs::path& f : files) written.push_back(f.string());
-  j["files"] = written;
+  j["files"] = files;
   result.json = j;
   return result;
 }

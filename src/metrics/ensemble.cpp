@@ -175,4 +175,12 @@ Ensemble read_ensemble(const fs::path& dir, bool with_steps) {
   return e;
 }
 
+Ensemble read_named_ensemble(const std::filesystem::path& parent, const std::string& name, bool with_steps) {
+  Ensemble e = read_ensemble(parent / name, with_steps);
+  e.name = name;
+  for (RunDirectory& r : e.runs)
+    if (r.seed) r.name = name + "/seed-" + std::to_string(*r.seed);
+  return e;
+}
+
 }  // namespace mpverify::metrics

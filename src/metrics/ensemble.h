@@ -54,6 +54,10 @@ struct Ensemble {
 // `with_steps` also reads every run's steps.jsonl (a missing one is then an error).
 Ensemble read_ensemble(const std::filesystem::path& dir, bool with_steps);
 RunDirectory read_run_directory(const std::filesystem::path& dir, bool with_steps);
+// The ensemble parent/name, named relative to `parent` ("name", and its runs
+// "name/seed-<s>"), so that verdicts and reports built from it do not depend
+// on where the runs were written.
+Ensemble read_named_ensemble(const std::filesystem::path& parent, const std::string& name, bool with_steps);
 
 // One JSON document (summary.json, ensemble.json) / a JSON Lines file, with
 // the diagnostics above (summary.json and ensemble.json must be objects; every

@@ -149,24 +149,12 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   // Each side an ensemble directory, as `train --seeds` writes it.
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
-  for (const Side& side : sides) {
-    json shared = metrics::read_json_document(training::seed_directory(c.out / side.name, 1) / "summary.json")["config"];
-    shared.erase("seed");
-    shared.erase("recorders");  // on for seed 1 only
-    record::write_file_atomically(c.out / side.name / "ensemble.json",
-                                  json{{"seeds", seeds}, {"config", shared}}.dump(2) + "\n");
-  }
+  for (const Side& side : sides) training::write_ensemble_manifest(c.out / side.name, seeds);
 
   // The gate, on directories named relative to `out` (so the report does not
   // depend on where the runs were written).
   say("study: parity gate");
-  const auto read_side = [&](const std::string& name) {
-    metrics::Ensemble e = metrics::read_ensemble(c.out / name, true);
-    e.name = name;
-    for (metrics::RunDirectory& r : e.runs)
-      if (r.seed) r.name = name + "/seed-" + std::to_string(*r.seed);
-    return e;
-  };
+  const auto read_side = [&](const std::string& name) { return metrics::read_named_ensemble(c.out, name, true); };
   const metrics::Ensemble baseline = read_side("fp32-ref");
   std::vector<metrics::GateResult> accuracy_gates, loss_gates;
   for (std::size_t k = 1; k < sides.size(); ++k) {
@@ -400,9 +388,7 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   j["gates"] = gates;
   j["gpu"] = result.gpu_reason.empty() ? json("ran") : json(result.gpu_reason);
   j["runs"] = runs;
-  json written = json::array();
-  for (const fs::path& f : files) written.push_back(f.string());
-  j["files"] = written;
+  j["files"] = files;
   result.json = j;
   return result;
 }

@@ -1,6 +1,7 @@
 #include "training/ensemble.h"
 
 #include <charconv>
+#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -86,6 +87,18 @@ void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& s
   }
   const nlohmann::json ensemble = {{"seeds", seeds}, {"config", shared}};
   record::write_file_atomically(out / "ensemble.json", ensemble.dump(2) + "\n");
+}
+
+void write_ensemble_manifest(const std::filesystem::path& dir, const std::vector<std::uint64_t>& seeds) {
+  if (seeds.empty()) throw std::invalid_argument("write_ensemble_manifest: no seeds");
+  const std::filesystem::path summary = seed_directory(dir, seeds.front()) / "summary.json";
+  std::ifstream in(summary);
+  if (!in) throw std::runtime_error(summary.string() + ": no summary.json (the run did not finish)");
+  nlohmann::json shared = nlohmann::json::parse(in)["config"];
+  shared.erase("seed");
+  shared.erase("recorders");
+  const nlohmann::json ensemble = {{"seeds", seeds}, {"config", shared}};
+  record::write_file_atomically(dir / "ensemble.json", ensemble.dump(2) + "\n");
 }
 
 }  // namespace mpverify::training

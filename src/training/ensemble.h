@@ -35,4 +35,11 @@ void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& s
                   const std::function<void(std::uint64_t seed, std::size_t index, const nlohmann::json& step)>&
                       progress = {});
 
+// Writes dir/ensemble.json for runs that are already in seed_directory(dir, s)
+// for every s in `seeds` (runs trained by a queue rather than by
+// run_ensemble): the seeds, and the first seed's summary.json "config"
+// without "seed" and "recorders" (the settings that may differ by seed).
+// Throws std::runtime_error naming the file when that summary is missing.
+void write_ensemble_manifest(const std::filesystem::path& dir, const std::vector<std::uint64_t>& seeds);
+
 }  // namespace mpverify::training
