@@ -112,6 +112,30 @@ TEST(ExponentHistogram, ScaledProductsCanLeaveFloatRange) {
   EXPECT_EQ(h.total(), 4u);
 }
 
+// add(values, scale) reads exponents off the float bits where the product is
+// a finite float; it must bin exactly as add(double) of each exact product,
+// over every binade of float (subnormals included), zeros, NaNs, infinities,
+// and scales that push products out of float's range or off its grid.
+TEST(ExponentHistogram, ArrayPathBinsAsTheScalarDefinition) {
+  std::mt19937 rng(11);
+  std::vector<float> values;
+  for (int i = 0; i < 20000; ++i) values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  for (int e = -149; e <= 127; ++e) values.push_back(pow2f(e)), values.push_back(-std::nextafter(pow2f(e), 0.0f));
+  values.insert(values.end(), {0.0f, -0.0f, kInf, -kInf, kNaN, FLT_MAX, FLT_MIN, std::numeric_limits<float>::denorm_min()});
+  for (const float scale : {1.0f, 0.5f, 1024.0f, pow2f(-30), pow2f(24), 3.0f, 1.0f + pow2f(-23), 1e-30f}) {
+    ExponentHistogram array, scalar;
+    array.add(values, scale);
+    for (const float x : values) scalar.add(static_cast<double>(x) * scale);
+    EXPECT_EQ(array.bins, scalar.bins) << "scale " << scale;
+    EXPECT_EQ(array.zeros, scalar.zeros) << "scale " << scale;
+    EXPECT_EQ(array.nans, scalar.nans) << "scale " << scale;
+    EXPECT_EQ(array.infinities, scalar.infinities) << "scale " << scale;
+    EXPECT_EQ(array.below_range, scalar.below_range) << "scale " << scale;
+    EXPECT_EQ(array.above_range, scalar.above_range) << "scale " << scale;
+    EXPECT_EQ(array.total(), values.size());
+  }
+}
+
 TEST(ExponentHistogram, MergeAddsEveryBin) {
   ExponentHistogram a, b;
   a.add(std::vector<float>{1.0f, 0.0f, kNaN});

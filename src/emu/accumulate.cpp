@@ -8,31 +8,35 @@
 namespace mpverify::emu {
 
 Accumulator::Accumulator(const formats::Format& format, Counters* counters, double start)
-    : format_(format), counters_(counters), sum_(start) {}
+    : format_(format), native_(native_format(format)), counters_(counters), sum_(start) {}
 
-void Accumulator::add(double addend) {
+namespace detail {
+
+double add_in_format_generic(const formats::Format& format, double sum, double addend, Counters* counters) {
   formats::Flags flags;
-  const std::uint32_t bits = formats::sum_to_format(format_, sum_, addend, {}, flags);
-  const double result = formats::to_double(format_, bits);
-  if (counters_) {
-    // sum_ + addend in double is the exact sum or its nearest double, which
+  const std::uint32_t bits = formats::sum_to_format(format, sum, addend, {}, flags);
+  const double result = formats::to_double(format, bits);
+  if (counters) {
+    // sum + addend in double is the exact sum or its nearest double, which
     // has the same sign, zero-ness and finiteness: all count_rounding reads
     // besides the flags.
-    if (std::isnan(result) && !std::isnan(sum_) && !std::isnan(addend)) {
+    if (std::isnan(result) && !std::isnan(sum) && !std::isnan(addend)) {
       // inf - inf: the sum itself created the NaN (a NaN "exact value"
       // would read as a NaN coming in).
-      counters_->elements += 1;
-      counters_->nan_created += 1;
+      counters->elements += 1;
+      counters->nan_created += 1;
     } else {
-      count_rounding(*counters_, format_, sum_ + addend, bits, flags);
+      count_rounding(*counters, format, sum + addend, bits, flags);
     }
-    if (addend != 0 && std::isfinite(addend) && std::isfinite(sum_)) {
-      counters_->addends_nonzero += 1;
-      counters_->swamped += result == sum_;
+    if (addend != 0 && std::isfinite(addend) && std::isfinite(sum)) {
+      counters->addends_nonzero += 1;
+      counters->swamped += result == sum;
     }
   }
-  sum_ = result;
+  return result;
 }
+
+}  // namespace detail
 
 double sum_in_format(std::span<const double> terms, const formats::Format& format, Counters* counters) {
   Accumulator acc(format, counters);

@@ -11,21 +11,44 @@
 #include <span>
 
 #include "emu/counters.h"
+#include "emu/native_rounding.h"
 #include "formats/format.h"
 
 namespace mpverify::emu {
+
+// One rounding of the exact sum + addend to `format`, counted as an addition
+// (the rounding, and swamping: addend != 0 but the sum did not change) into
+// *counters when not null. `native` is native_format(format), looked up once
+// by the caller's loop; binary32 and binary16 take the hardware's path where
+// it is exact (native_rounding.h), anything else the generic emulator.
+namespace detail {
+double add_in_format_generic(const formats::Format& format, double sum, double addend, Counters* counters);
+}
+
+inline double add_in_format(const formats::Format& format, NativeFormat native, double sum, double addend,
+                            Counters* counters) {
+  NativeResult r;
+  if (!sum_natively(native, sum, addend, r)) return detail::add_in_format_generic(format, sum, addend, counters);
+  if (counters) {
+    count_native_rounding(*counters, sum + addend, r.inexact);
+    counters->addends_nonzero += addend != 0;  // both finite in the native domain
+    counters->swamped += addend != 0 && r.value == sum;
+  }
+  return r.value;
+}
 
 class Accumulator {
  public:
   // Counts every addition into *counters (when not null): the rounding, and
   // swamping (addend != 0 but the sum did not change).
   explicit Accumulator(const formats::Format& format, Counters* counters = nullptr, double start = 0.0);
-  void add(double addend);
+  void add(double addend) { sum_ = add_in_format(format_, native_, sum_, addend, counters_); }
   // The running sum: a value of the format (or NaN / an infinity).
   double value() const { return sum_; }
 
  private:
   formats::Format format_;
+  NativeFormat native_;  // binary32 and binary16 take the hardware's path where it is exact
   Counters* counters_;
   double sum_;
 };

@@ -16,9 +16,7 @@ namespace {
 // One rounding of the exact a + b to f (sum_to_format takes the exact sum of
 // any two doubles), counted as an addition.
 double add_rounded(const formats::Format& f, double a, double b, Counters* counters) {
-  Accumulator sum(f, counters, a);
-  sum.add(b);
-  return sum.value();
+  return add_in_format(f, native_format(f), a, b, counters);
 }
 
 void check_per_channel(const ChannelShape& s, const char* op, const char* what, std::size_t size) {

@@ -17,11 +17,13 @@ void check_lanes(int lanes) {
 double block_sum(std::span<const double> terms, const formats::Format& format, int lanes, Counters* counters) {
   check_lanes(lanes);
   const auto l = static_cast<std::size_t>(lanes);
-  std::vector<Accumulator> lane(l, Accumulator(format, counters));
-  for (std::size_t i = 0; i < terms.size(); ++i) lane[i % l].add(terms[i]);
+  const NativeFormat native = native_format(format);
+  std::vector<double> lane(l, 0.0);
+  for (std::size_t i = 0; i < terms.size(); ++i)
+    lane[i % l] = add_in_format(format, native, lane[i % l], terms[i], counters);
   for (std::size_t stride = l / 2; stride >= 1; stride /= 2)
-    for (std::size_t t = 0; t < stride; ++t) lane[t].add(lane[t + stride].value());
-  return lane[0].value();
+    for (std::size_t t = 0; t < stride; ++t) lane[t] = add_in_format(format, native, lane[t], lane[t + stride], counters);
+  return lane[0];
 }
 
 std::size_t block_sum_depth(std::size_t m, int lanes) {

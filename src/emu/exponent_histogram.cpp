@@ -1,6 +1,8 @@
 #include "emu/exponent_histogram.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -34,7 +36,23 @@ void ExponentHistogram::add(double v) {
 
 void ExponentHistogram::add(std::span<const float> values, float scale) {
   const double s = scale;
-  for (const float x : values) add(static_cast<double>(x) * s);
+  for (const float x : values) {
+    // The recorders histogram every tensor at every step: read the exponent
+    // off the float bits when the exact product is a finite float (always,
+    // for a power-of-two scale that keeps it in range), else take add(double).
+    const double v = static_cast<double>(x) * s;
+    const float f = static_cast<float>(v);
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(f) & 0x7fffffffu;
+    if (u >= 0x7f800000u || static_cast<double>(f) != v) {
+      add(v);
+    } else if (u == 0) {
+      ++zeros;
+    } else {
+      // normal: the biased exponent; subnormal: the top bit of the fraction (times 2^-149)
+      const int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 1 - 149;
+      ++bins[static_cast<std::size_t>(e - min_exponent)];
+    }
+  }
 }
 
 std::uint64_t ExponentHistogram::total() const {

@@ -166,7 +166,7 @@ std::vector<float> quantized_copy(std::span<const float> x, const formats::Forma
   return out;
 }
 
-float round_value(const formats::Format& format, double exact, Counters* counters) {
+float detail::round_value_generic(const formats::Format& format, double exact, Counters* counters) {
   Flags flags;
   const std::uint32_t bits = formats::from_double(format, exact, {}, flags);
   if (counters) count_rounding(*counters, format, exact, bits, flags);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "emu/counters.h"
+#include "emu/native_rounding.h"
 #include "formats/format.h"
 #include "formats/rounding.h"
 
@@ -53,7 +54,7 @@ void encode(std::span<const float> in, std::span<std::uint16_t> out, const Quant
 std::vector<float> quantized_copy(std::span<const float> x, const formats::Format& format,
                                   Counters* counters = nullptr);
 // one rounding of an exact value (NaN payloads as formats::to_float gives them);
-float round_value(const formats::Format& format, double exact, Counters* counters = nullptr);
+inline float round_value(const formats::Format& format, double exact, Counters* counters = nullptr);
 // and out[i] = round_value(exact[i]) (an op's output rounding).
 void round_values(std::span<const double> exact, std::span<float> out, const formats::Format& format,
                   Counters* counters = nullptr);
@@ -64,5 +65,18 @@ void round_values(std::span<const double> exact, std::span<float> out, const for
 // mean what it says.
 void add_arrays(std::span<const float> w, std::span<const float> u, std::span<float> out, const QuantizeSpec& spec,
                 Counters* counters = nullptr);
+
+namespace detail {
+float round_value_generic(const formats::Format& format, double exact, Counters* counters);
+}
+
+// Inline: every op's output rounding and every reduction's result pass here.
+// binary32 and binary16 take the hardware's path where it is exact (native_rounding.h).
+inline float round_value(const formats::Format& format, double exact, Counters* counters) {
+  NativeResult r;
+  if (!round_natively(native_format(format), exact, r)) return detail::round_value_generic(format, exact, counters);
+  if (counters) count_native_rounding(*counters, exact, r.inexact);
+  return static_cast<float>(r.value);
+}
 
 }  // namespace mpverify::emu
