@@ -204,3 +204,104 @@ TEST(NativeRounding, AccumulatorCountsAsTheGenericDefinition) {
 }
 
 }  // namespace
+
+namespace {
+
+// add_lanes' AVX-512 kernel against its portable loop: many lanes, several
+// steps, terms of every kind the kernel must hand back (zeros, subnormal and
+// tiny results, overflow, infinities, NaN, sums a hair off a midpoint).
+TEST(NativeRounding, AddLanesKernelEqualsThePortableLoop) {
+  std::mt19937_64 rng(99);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (const char* name : {"fp16", "fp32"}) {
+    const formats::Format f = formats::parse_format(name);
+    const bool half = name[2] == '1';
+    constexpr std::size_t n = 8 * 500 + 5;
+    std::vector<double> simd(n, 0.0), portable(n, 0.0), terms(n);
+    mpverify::emu::Counters simd_counts, portable_counts;
+    for (int step = 0; step < 6; ++step) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto kind = rng() % 16;
+        const double ulp = half ? 0x1p-10 : 0x1p-23;
+        if (kind == 0) terms[i] = 0.0;
+        else if (kind == 1) terms[i] = std::ldexp(normal(rng), half ? -26 : -140);  // tiny
+        else if (kind == 2) terms[i] = half ? 70000.0 : 0x1p127;                     // toward overflow
+        else if (kind == 3 && rng() % 50 == 0) terms[i] = rng() % 2 ? INFINITY : NAN;
+        else if (kind == 4) terms[i] = ulp / 2 + std::ldexp(ulp, -40);             // a hair above a midpoint of 1
+        else if (kind == 5) terms[i] = -simd[i];                                   // an exact zero sum
+        else if (kind == 6) terms[i] = (half ? 65520.0 : 0x1.ffffffp127) - simd[i];  // the overflow threshold
+        else if (kind == 7) terms[i] = (half ? 65519.0 : 0x1.fffffep127) - simd[i];  // just below it
+        else terms[i] = normal(rng) * std::ldexp(1.0, static_cast<int>(rng() % 20) - 10);
+      }
+      mpverify::emu::add_lanes(f, simd.data(), terms.data(), n, &simd_counts);
+      mpverify::emu::add_lanes(f, portable.data(), terms.data(), n, &portable_counts,
+                               mpverify::emu::LanePath::portable);
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(simd[i]), std::bit_cast<std::uint64_t>(portable[i]))
+            << name << " step " << step << " lane " << i << ": " << simd[i] << " vs " << portable[i];
+      // Restart lanes that became non-finite, so that later steps test finite sums again.
+      for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(simd[i])) simd[i] = portable[i] = 1.0;
+    }
+    EXPECT_EQ(simd_counts, portable_counts) << name;
+    EXPECT_GT(portable_counts.inexact, 0u);
+    EXPECT_GT(portable_counts.swamped, 0u);
+    EXPECT_GT(portable_counts.overflow + portable_counts.nonfinite_in, 0u);
+    // Without the counters too (the kernel has a second instantiation).
+    std::vector<double> a(n, 0.5), b(n, 0.5);
+    mpverify::emu::add_lanes(f, a.data(), terms.data(), n, nullptr);
+    mpverify::emu::add_lanes(f, b.data(), terms.data(), n, nullptr, mpverify::emu::LanePath::portable);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(std::bit_cast<std::uint64_t>(a[i]), std::bit_cast<std::uint64_t>(b[i]));
+  }
+}
+
+TEST(NativeRounding, AddLanesKernelRunsWhereTheCpuHasIt) {
+  std::vector<double> lanes(20, 1.0), terms(20, 0x1p-30);
+  const std::size_t done = mpverify::emu::detail::add_lanes_avx512(formats::parse_format("fp32"), NativeFormat::binary32,
+                                                                   lanes.data(), terms.data(), lanes.size(), nullptr);
+  if (done == 0) GTEST_SKIP() << "this CPU has no AVX-512: add_lanes takes the portable loop only";
+  EXPECT_EQ(done, 16u);  // the whole vectors of 8
+  for (std::size_t i = 0; i < done; ++i) EXPECT_EQ(lanes[i], 1.0);  // 2^-30 is swamped in fp32
+}
+
+}  // namespace
+
+namespace {
+
+// round_values (AVX-512 over whole vectors where the CPU has it) against the
+// generic rounding of each value, counts included.
+TEST(NativeRounding, RoundValuesEqualsTheGenericRounding) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (const char* name : {"fp16", "fp32"}) {
+    const formats::Format f = formats::parse_format(name);
+    std::vector<double> exact(8 * 300 + 3);
+    for (double& x : exact) {
+      const auto kind = rng() % 12;
+      x = kind == 0 ? 0.0 : kind == 1 ? -0.0 : kind == 2 && rng() % 20 == 0 ? NAN
+        : std::ldexp(normal(rng), static_cast<int>(rng() % 70) - (name[2] == '1' ? 40 : 20));
+      if (kind == 3) x = name[2] == '1' ? 65520.0 : 0x1.ffffffp127;
+    }
+    std::vector<float> out(exact.size());
+    mpverify::emu::Counters got, want;
+    mpverify::emu::round_values(exact, out, f, &got);
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      const Generic g = generic_round(f, exact[i]);
+      mpverify::emu::count_rounding(want, f, exact[i], g.bits, g.flags);
+      if (std::isnan(exact[i])) {
+        EXPECT_TRUE(std::isnan(out[i]));
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(static_cast<float>(g.value)))
+          << name << " " << exact[i];
+    }
+    EXPECT_EQ(got, want) << name;
+    EXPECT_GT(want.inexact, 0u);
+    EXPECT_GT(want.overflow, 0u);
+    if (name[2] == '1') {
+      EXPECT_GT(want.subnormal, 0u);
+    }
+  }
+}
+
+}  // namespace

@@ -38,6 +38,15 @@ double add_in_format_generic(const formats::Format& format, double sum, double a
 
 }  // namespace detail
 
+void add_lanes(const formats::Format& format, double* lanes, const double* terms, std::size_t n, Counters* counters,
+               LanePath path) {
+  const NativeFormat native = native_format(format);
+  std::size_t done = 0;
+  if (path == LanePath::automatic && native != NativeFormat::none)
+    done = detail::add_lanes_avx512(format, native, lanes, terms, n, counters);
+  for (std::size_t i = done; i < n; ++i) lanes[i] = add_in_format(format, native, lanes[i], terms[i], counters);
+}
+
 double sum_in_format(std::span<const double> terms, const formats::Format& format, Counters* counters) {
   Accumulator acc(format, counters);
   for (double t : terms) acc.add(t);

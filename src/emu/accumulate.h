@@ -8,6 +8,7 @@
 // one correct rounding of (sum + addend), like an FMA into the running sum.
 #pragma once
 
+#include <cstddef>
 #include <span>
 
 #include "emu/counters.h"
@@ -23,6 +24,13 @@ namespace mpverify::emu {
 // it is exact (native_rounding.h), anything else the generic emulator.
 namespace detail {
 double add_in_format_generic(const formats::Format& format, double sum, double addend, Counters* counters);
+// add_lanes on AVX-512 for a native format (accumulate_x86.cpp): handles a
+// prefix of whole vectors of 8 and returns its length (0 without AVX-512).
+std::size_t add_lanes_avx512(const formats::Format& format, NativeFormat native, double* lanes,
+                             const double* terms, std::size_t n, Counters* counters);
+// values[i] = round_value(format, values[i]) on AVX-512, the same way (behind round_values).
+std::size_t round_lanes_avx512(const formats::Format& format, NativeFormat native, double* values, std::size_t n,
+                               Counters* counters);
 }
 
 inline double add_in_format(const formats::Format& format, NativeFormat native, double sum, double addend,
@@ -52,6 +60,14 @@ class Accumulator {
   Counters* counters_;
   double sum_;
 };
+
+// lanes[i] = add_in_format(lanes[i], terms[i]) for i < n: many running sums
+// advanced by one step each (block_sum's lanes). `simd` picks the AVX-512
+// kernel for binary32 and binary16 where the CPU has it; the results and
+// counts are the same either way (native_rounding_test holds them together).
+enum class LanePath { automatic, portable };
+void add_lanes(const formats::Format& format, double* lanes, const double* terms, std::size_t n, Counters* counters,
+               LanePath path = LanePath::automatic);
 
 // terms[0] + terms[1] + ... in order, every addition rounded to `format`.
 double sum_in_format(std::span<const double> terms, const formats::Format& format, Counters* counters = nullptr);

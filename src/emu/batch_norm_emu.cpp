@@ -1,5 +1,6 @@
 #include "emu/batch_norm_emu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -58,25 +59,30 @@ void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<c
   const std::size_t m = s.channel_elements();
   const double md = static_cast<double>(m);
   const double eps = round_value(S, p.eps, nullptr);
-  std::vector<double> terms(m), d(m);
+  // Per channel, each step over all m elements at once (add_lanes, round_values):
+  // element by element the same roundings as one add_rounded / round_value each.
+  std::vector<double> terms(m), d(m), shift(m), products(m);
+  std::vector<float> rounded(m);
   for (int c = 0; c < s.c; ++c) {
     for (std::size_t i = 0; i < m; ++i) terms[i] = xr[s.index(c, i)];
     const double mu = round_value(S, block_sum(terms, S, policy.lanes, c_mean) / md, c_mean);
 
-    for (std::size_t i = 0; i < m; ++i) {
-      d[i] = add_rounded(S, xr[s.index(c, i)], -mu, c_centered);
-      terms[i] = d[i] * d[i];  // exact: d has at most 24 significant bits
-    }
+    d.assign(terms.begin(), terms.end());
+    std::fill(shift.begin(), shift.end(), -mu);
+    add_lanes(S, d.data(), shift.data(), m, c_centered);  // d = x - mu, one rounding each
+    for (std::size_t i = 0; i < m; ++i) terms[i] = d[i] * d[i];  // exact: d has at most 24 significant bits
     const double sq = block_sum(terms, S, policy.lanes, c_var);
     const double var = round_value(S, sq / md, c_var);
     const double root = round_value(S, std::sqrt(add_rounded(S, var, eps, c_invstd)), c_invstd);
     const double inv = round_value(S, 1.0 / root, c_invstd);
 
-    for (std::size_t i = 0; i < m; ++i) {
-      const double xhat = round_value(S, d[i] * inv, c_xhat);  // the product is exact (<= 48 bits)
-      // gamma * xhat is exact (<= 48 bits); sum_to_format rounds the exact sum once.
-      y[s.index(c, i)] = static_cast<float>(add_rounded(policy.output, g[c] * xhat, b[c], c_y));
-    }
+    for (std::size_t i = 0; i < m; ++i) products[i] = d[i] * inv;  // exact (<= 48 bits)
+    round_values(products, rounded, S, c_xhat);                     // xhat
+    // gamma * xhat is exact (<= 48 bits); the sum with beta is rounded once.
+    for (std::size_t i = 0; i < m; ++i) products[i] = g[c] * static_cast<double>(rounded[i]);
+    std::fill(shift.begin(), shift.end(), static_cast<double>(b[c]));
+    add_lanes(policy.output, products.data(), shift.data(), m, c_y);
+    for (std::size_t i = 0; i < m; ++i) y[s.index(c, i)] = static_cast<float>(products[i]);
     mean[c] = static_cast<float>(mu);
     invstd[c] = static_cast<float>(inv);
     const double keep = 1.0 - p.momentum;
@@ -116,21 +122,26 @@ void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, st
 
   const std::size_t m = s.channel_elements();
   const double md = static_cast<double>(m);
-  std::vector<double> xhat(m), dy_terms(m), dyxhat_terms(m);
+  std::vector<double> xhat(m), dy_terms(m), dyxhat_terms(m), centered(m), shift(m), exact(m);
+  std::vector<float> rounded(m);
   for (int c = 0; c < s.c; ++c) {
+    for (std::size_t i = 0; i < m; ++i) centered[i] = xr[s.index(c, i)];
+    std::fill(shift.begin(), shift.end(), -static_cast<double>(mu[c]));
+    add_lanes(S, centered.data(), shift.data(), m, c_centered);  // x - mu, one rounding each
+    for (std::size_t i = 0; i < m; ++i) exact[i] = centered[i] * inv[c];
+    round_values(exact, rounded, S, c_xhat);
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t k = s.index(c, i);
-      xhat[i] = round_value(S, add_rounded(S, xr[k], -static_cast<double>(mu[c]), c_centered) * inv[c], c_xhat);
+      xhat[i] = rounded[i];
       dy_terms[i] = dyr[k];
       dyxhat_terms[i] = dyr[k] * xhat[i];  // exact: at most 24 + 24 bits
     }
     const double db = block_sum(dy_terms, S, policy.lanes, c_dbeta);
     const double dg = block_sum(dyxhat_terms, S, policy.lanes, c_dgamma);
     const double scale = static_cast<double>(g[c]) * inv[c] / md;
-    for (std::size_t i = 0; i < m; ++i) {
-      const double bracket = md * dyr[s.index(c, i)] - db - xhat[i] * dg;
-      dx[s.index(c, i)] = static_cast<float>(round_value(policy.output, scale * bracket, c_dx));
-    }
+    for (std::size_t i = 0; i < m; ++i) exact[i] = scale * (md * dyr[s.index(c, i)] - db - xhat[i] * dg);
+    round_values(exact, rounded, policy.output, c_dx);
+    for (std::size_t i = 0; i < m; ++i) dx[s.index(c, i)] = rounded[i];
     dbeta[c] = static_cast<float>(round_value(policy.parameters, db, c_dbeta));
     dgamma[c] = static_cast<float>(round_value(policy.parameters, dg, c_dgamma));
   }

@@ -17,12 +17,13 @@ void check_lanes(int lanes) {
 double block_sum(std::span<const double> terms, const formats::Format& format, int lanes, Counters* counters) {
   check_lanes(lanes);
   const auto l = static_cast<std::size_t>(lanes);
-  const NativeFormat native = native_format(format);
+  // Lane t takes terms t, t + lanes, ...: chunk by chunk, each chunk one step of every lane.
   std::vector<double> lane(l, 0.0);
-  for (std::size_t i = 0; i < terms.size(); ++i)
-    lane[i % l] = add_in_format(format, native, lane[i % l], terms[i], counters);
+  std::size_t i = 0;
+  for (; i + l <= terms.size(); i += l) add_lanes(format, lane.data(), terms.data() + i, l, counters);
+  add_lanes(format, lane.data(), terms.data() + i, terms.size() - i, counters);
   for (std::size_t stride = l / 2; stride >= 1; stride /= 2)
-    for (std::size_t t = 0; t < stride; ++t) lane[t] = add_in_format(format, native, lane[t], lane[t + stride], counters);
+    add_lanes(format, lane.data(), lane.data() + stride, stride, counters);
   return lane[0];
 }
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "emu/accumulate.h"
 #include "emu/quantize_simd.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
@@ -177,7 +178,11 @@ void round_values(std::span<const double> exact, std::span<float> out, const for
                   Counters* counters) {
   check_sizes(exact.size(), out.size(), "round_values");
   Counters local;
-  for (std::size_t i = 0; i < exact.size(); ++i) out[i] = round_value(format, exact[i], counters ? &local : nullptr);
+  Counters* count = counters ? &local : nullptr;
+  std::vector<double> values(exact.begin(), exact.end());
+  const std::size_t done = detail::round_lanes_avx512(format, native_format(format), values.data(), values.size(), count);
+  for (std::size_t i = 0; i < done; ++i) out[i] = static_cast<float>(values[i]);
+  for (std::size_t i = done; i < exact.size(); ++i) out[i] = round_value(format, exact[i], count);
   if (counters) *counters += local;
 }
 
