@@ -108,6 +108,30 @@ report::LineSeries cumulative_skips(const std::string& label, const std::vector<
   return report::series_of(label, v);
 }
 
+// What a strategy's seeds did: their skipped steps ("3, 0, 1"), each test
+// accuracy (none where the run diverged), and the sum and count of those
+// that exist.
+struct SeedOutcomes {
+  std::string skipped;
+  std::vector<std::optional<double>> accuracy;
+  double sum = 0;
+  std::size_t finite = 0;
+};
+
+SeedOutcomes outcomes_of(const std::vector<const ScalersRun*>& seeds) {
+  SeedOutcomes o;
+  for (const ScalersRun* r : seeds) {
+    if (!o.skipped.empty()) o.skipped += ", ";
+    o.skipped += r->summary["skipped_steps"].dump();
+    o.accuracy.push_back(accuracy_of(*r));
+    if (o.accuracy.back()) {
+      o.sum += *o.accuracy.back();
+      ++o.finite;
+    }
+  }
+  return o;
+}
+
 // The per-strategy table of the normal and backward-overflow scenarios.
 std::string strategy_table(const Runs& runs, const std::string& scenario, const std::vector<StrategySpec>& strategies,
                            bool with_origins) {
@@ -125,20 +149,8 @@ std::string strategy_table(const Runs& runs, const std::string& scenario, const 
     const std::vector<const ScalersRun*> seeds = runs.seeds_of(scenario, s.side);
     if (seeds.empty()) continue;
     std::string row = "| " + s.title + " |";
-    std::string skipped;
-    std::vector<std::optional<double>> acc;
-    double sum = 0;
-    std::size_t n = 0;
-    for (const ScalersRun* r : seeds) {
-      if (!skipped.empty()) skipped += ", ";
-      skipped += r->summary["skipped_steps"].dump();
-      acc.push_back(accuracy_of(*r));
-      if (acc.back()) {
-        sum += *acc.back();
-        ++n;
-      }
-    }
-    add_cell(row, skipped);
+    const SeedOutcomes o = outcomes_of(seeds);
+    add_cell(row, o.skipped);
     const ScalersRun& first = *seeds.front();
     const TrajectoryStats t = stats_of(first, s);
     add_cell(row, scale_text(t.lowest_scale) + ", " + report::percent(static_cast<double>(t.steps_at_lowest) /
@@ -147,11 +159,12 @@ std::string strategy_table(const Runs& runs, const std::string& scenario, const 
                   : t.floor > 0 ? std::to_string(t.steps_at_floor) + " (floor " + scale_text(t.floor) + ")"
                                 : std::string("no floor"));
     add_cell(row, scale_text(t.final_scale));
-    add_cell(row, n == acc.size() ? fixed(100.0 * sum / static_cast<double>(n), 2)
-                                  : (n == 0 ? std::string("diverged")
-                                            : fixed(100.0 * sum / static_cast<double>(n), 2) + " (" +
-                                                  std::to_string(acc.size() - n) + " diverged)"));
-    add_cell(row, s.side == "fp32" ? std::string("-") : gap_text(paired_gap(base, acc)));
+    const std::size_t n = o.finite;
+    const std::string mean = n == 0 ? std::string("diverged") : fixed(100.0 * o.sum / static_cast<double>(n), 2);
+    add_cell(row, n == 0 || n == o.accuracy.size()
+                      ? mean
+                      : mean + " (" + std::to_string(o.accuracy.size() - n) + " diverged)");
+    add_cell(row, s.side == "fp32" ? std::string("-") : gap_text(paired_gap(base, o.accuracy)));
     add_cell(row, general(report::finite_mean(report::step_values(first.steps, "underflow_rate"))));
     if (with_origins) {
       add_cell(row, t.first_clean ? "step " + std::to_string(*t.first_clean) : std::string("none"));
@@ -498,23 +511,11 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     for (const StrategySpec& s : fp8) {
       const std::vector<const ScalersRun*> seeds = runs.seeds_of("normal", s.side);
       if (seeds.empty()) continue;
-      std::string skipped;
-      std::vector<std::optional<double>> acc;
-      double sum = 0;
-      std::size_t n = 0;
-      for (const ScalersRun* r : seeds) {
-        if (!skipped.empty()) skipped += ", ";
-        skipped += r->summary["skipped_steps"].dump();
-        acc.push_back(accuracy_of(*r));
-        if (acc.back()) {
-          sum += *acc.back();
-          ++n;
-        }
-      }
+      const SeedOutcomes o = outcomes_of(seeds);
       const std::map<std::string, std::size_t> origins = nonfinite_origins(seeds.front()->steps);
-      md += "| " + s.title + " (`" + s.recipe + "`) | " + skipped + " | " + origins_text(origins) + " | " +
-            (n ? fixed(100.0 * sum / static_cast<double>(n), 2) : std::string("diverged")) + " | " +
-            gap_text(paired_gap(base, acc)) + " |\n";
+      md += "| " + s.title + " (`" + s.recipe + "`) | " + o.skipped + " | " + origins_text(origins) + " | " +
+            (o.finite ? fixed(100.0 * o.sum / static_cast<double>(o.finite), 2) : std::string("diverged")) + " | " +
+            gap_text(paired_gap(base, o.accuracy)) + " |\n";
     }
     if (have_amax) {
       const auto [lo, hi] = std::minmax_element(amax.begin(), amax.end());
