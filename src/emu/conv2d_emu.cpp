@@ -30,9 +30,9 @@ struct Sites {
 // rows of A, so a block of B that stays in cache (about 256 KiB, whole
 // 32-column tiles) keeps them fast. A block changes no element's sum (each is
 // still one reduction over all terms, in order) nor its one rounding.
-// The operands hold values already rounded (and counted) once by the caller;
-// gemm_emu rounds them again, which changes nothing, into a scratch set whose
-// gemm.a and gemm.b are dropped; gemm.accumulate and gemm.c are kept.
+// The operands hold values already rounded (and counted) once by the caller,
+// so they go to gemm_emu_rounded_inputs; its gemm.accumulate and gemm.c
+// counts are kept under the op's own sites.
 void blocked_gemm(int rows, int terms, int columns, std::span<const float> a, const GemmPolicy& policy,
                   const Sites& sites, const FillColumns& fill, const StoreColumns& store) {
   const int block = std::min(columns, std::max(32, (1 << 16) / std::max(terms, 1) / 32 * 32));
@@ -43,10 +43,10 @@ void blocked_gemm(int rows, int terms, int columns, std::span<const float> a, co
     fill(first, width, b.data());
     const GemmShape g{rows, width, terms};
     if (sites.output == nullptr) {
-      gemm_emu(g, a, std::span(b).first(b_size), std::span(c).first(c_size), policy, nullptr);
+      gemm_emu_rounded_inputs(g, a, std::span(b).first(b_size), std::span(c).first(c_size), policy, nullptr);
     } else {
       CounterSet scratch;
-      gemm_emu(g, a, std::span(b).first(b_size), std::span(c).first(c_size), policy, &scratch);
+      gemm_emu_rounded_inputs(g, a, std::span(b).first(b_size), std::span(c).first(c_size), policy, &scratch);
       if (const Counters* steps = scratch.find("gemm.accumulate"); steps && sites.accumulate) *sites.accumulate += *steps;
       *sites.output += *scratch.find("gemm.c");
     }
@@ -62,6 +62,39 @@ Sites sites_of(CounterSet* counters, const GemmPolicy& policy, const std::string
 
 std::size_t at(int a, int b, int c, int d, int B, int C, int D) {
   return ((static_cast<std::size_t>(a) * B + b) * C + c) * D + d;
+}
+
+// out[m] = row[first + m * stride] for m in [0, count), and 0 where that
+// index falls outside [0, length): the padding. One output row's run of an
+// im2col row, or of a gather of dy, at a time (the runs are what make the
+// gathers cheap: a bounds check per run, not per element).
+void gather_row(const float* row, int length, int first, int stride, int count, float* out) {
+  // m with 0 <= first + m * stride < length: [lo, hi)
+  auto ceil_div = [](int a, int b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+  const int lo = std::clamp(ceil_div(-first, stride), 0, count);
+  const int hi = std::clamp(ceil_div(length - first, stride), lo, count);
+  std::fill(out, out + lo, 0.0f);
+  if (stride == 1) {
+    std::copy(row + first + lo, row + first + hi, out + lo);
+  } else {
+    for (int m = lo; m < hi; ++m) out[m] = row[first + m * stride];
+  }
+  std::fill(out + hi, out + count, 0.0f);
+}
+
+// Row (ci, ri, si) of im2col(x) over the batch's columns [first, first +
+// width) (image, oh, ow): the value under that tap of each window, 0 in the
+// padding; one output row of an image per run.
+void im2col_row(const Conv2dShape& s, const float* x, int ci, int ri, int si, int first, int width, float* out) {
+  const int P = s.p(), Q = s.q();
+  for (int j = first, end = first + width; j < end;) {
+    const int img = j / (P * Q), oh = j % (P * Q) / Q, ow = j % Q;
+    const int run = std::min(Q - ow, end - j), ih = oh * s.stride - s.pad + ri;
+    if (ih < 0 || ih >= s.h) std::fill(out, out + run, 0.0f);
+    else gather_row(x + at(img, ci, ih, 0, s.c, s.h, s.w), s.w, ow * s.stride - s.pad + si, s.stride, run, out);
+    out += run;
+    j += run;
+  }
 }
 
 // A column of im2col: the window of output position (oh, ow) of one image,
@@ -129,16 +162,19 @@ void conv2d_forward_emu(const Conv2dShape& s, std::span<const float> x, std::spa
   blocked_gemm(
       s.k, crs, s.n * P * Q, wr, policy, sites_of(counters, policy, "conv2d", "y"),
       [&](int first, int width, float* out) {
-        const auto wins = windows(s, first, width);
         for (int ci = 0; ci < s.c; ++ci)
           for (int ri = 0; ri < s.r; ++ri)
-            for (int si = 0; si < s.s; ++si)
-              for (const Window& win : wins) *out++ = tap(s, xr.data(), win, ci, ri, si);
+            for (int si = 0; si < s.s; ++si, out += width) im2col_row(s, xr.data(), ci, ri, si, first, width, out);
       },
       [&](int first, int width, const float* c) {
+        // row kk of C: columns (image, pq), a run per image
         for (int kk = 0; kk < s.k; ++kk)
-          for (int j = first; j < first + width; ++j)
-            y[at(j / (P * Q), kk, 0, j % (P * Q), s.k, 1, P * Q)] = *c++;
+          for (int j = first, end = first + width; j < end;) {
+            const int img = j / (P * Q), pq = j % (P * Q), run = std::min(P * Q - pq, end - j);
+            std::copy_n(c, run, y.data() + at(img, kk, 0, pq, s.k, 1, P * Q));
+            c += run;
+            j += run;
+          }
       });
 }
 
@@ -175,14 +211,23 @@ void conv2d_backward_data_emu(const Conv2dShape& s, std::span<const float> dy, s
       blocked_gemm(
           s.c, terms, s.n * static_cast<int>(rows.size() * cols.size()), a, policy, sites,
           [&](int first, int width, float* out) {
-            const auto pos = positions(first, width, rows, cols);
+            // The phase's columns are stride apart, so along a run of them
+            // the output column ow = (col + pad - st[j]) / stride steps by
+            // one (exactly: col + pad - st[j] is a multiple of stride).
+            const int per_row = static_cast<int>(cols.size()), per_image = static_cast<int>(rows.size()) * per_row;
             for (int kk = 0; kk < s.k; ++kk)
               for (int i = 0; i < nr; ++i)
                 for (int j = 0; j < ns; ++j)
-                  for (const Position& p : pos) {
-                    const int oh = (p.row + s.pad - rt[i]) / s.stride, ow = (p.col + s.pad - st[j]) / s.stride;
-                    const bool inside = p.row + s.pad >= rt[i] && oh < P && p.col + s.pad >= st[j] && ow < Q;
-                    *out++ = inside ? dyr[at(p.img, kk, oh, ow, s.k, P, Q)] : 0.0f;
+                  for (int col = first, end = first + width; col < end;) {
+                    const int img = col / per_image, row = rows[col % per_image / per_row], m = col % per_row;
+                    const int run = std::min(per_row - m, end - col);
+                    const int oh_times_stride = row + s.pad - rt[i];  // a multiple of stride
+                    const int oh = oh_times_stride / s.stride;
+                    if (oh_times_stride < 0 || oh >= P) std::fill(out, out + run, 0.0f);
+                    else gather_row(dyr.data() + at(img, kk, oh, 0, s.k, P, Q), Q, (cols[m] + s.pad - st[j]) / s.stride, 1,
+                                    run, out);
+                    out += run;
+                    col += run;
                   }
           },
           [&](int first, int width, const float* c) {
@@ -218,11 +263,22 @@ void conv2d_backward_filter_emu(const Conv2dShape& s, std::span<const float> x, 
       [&](int first, int width, float* out) {
         struct Tap {
           int ci, ri, si;
+          std::size_t offset;  // of x[ci, ri, si] from a window's top-left input element
         };
         std::vector<Tap> taps;
-        for (int col = first; col < first + width; ++col) taps.push_back({col / (s.r * s.s), col / s.s % s.r, col % s.s});
-        for (const Window& win : wins)
-          for (const Tap& t : taps) *out++ = tap(s, xr.data(), win, t.ci, t.ri, t.si);
+        for (int col = first; col < first + width; ++col) {
+          const int ci = col / (s.r * s.s), ri = col / s.s % s.r, si = col % s.s;
+          taps.push_back({ci, ri, si, (static_cast<std::size_t>(ci) * s.h + ri) * s.w + si});
+        }
+        for (const Window& win : wins) {
+          // A window inside the input needs no bounds check per tap.
+          if (win.ih0 >= 0 && win.ih0 + s.r <= s.h && win.iw0 >= 0 && win.iw0 + s.s <= s.w) {
+            const float* corner = xr.data() + win.image + static_cast<std::size_t>(win.ih0) * s.w + win.iw0;
+            for (const Tap& t : taps) *out++ = corner[t.offset];
+          } else {
+            for (const Tap& t : taps) *out++ = tap(s, xr.data(), win, t.ci, t.ri, t.si);
+          }
+        }
       },
       [&](int first, int width, const float* c) {
         for (int kk = 0; kk < s.k; ++kk)

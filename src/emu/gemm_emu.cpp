@@ -59,7 +59,7 @@ std::vector<Block> rest_of(const GemmShape& s, int r, int c) {
   return rest;
 }
 
-void accumulate_fp32(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
+void accumulate_fp32(const GemmShape& s, std::span<const float> A, std::span<const float> B,
                      std::vector<float>& acc, const GemmPolicy& policy) {
   __builtin_cpu_init();
   const bool fma_unit = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
@@ -87,7 +87,7 @@ bool values_are_fp16(const formats::Format& f) {
 }
 
 // c <- fl16(c + a*b) per step, a*b exact in double, one rounding.
-void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
+void accumulate_fp16(const GemmShape& s, std::span<const float> A, std::span<const float> B,
                      std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
   static const formats::Format fp16 = formats::parse_format("fp16");
   const formats::RoundingContext rne{};
@@ -123,7 +123,7 @@ void accumulate_fp16(const GemmShape& s, const std::vector<float>& A, const std:
 }
 
 // The tensor-core model, one output element at a time.
-void accumulate_tensor_core(const GemmShape& s, const std::vector<float>& A, const std::vector<float>& B,
+void accumulate_tensor_core(const GemmShape& s, std::span<const float> A, std::span<const float> B,
                             std::vector<float>& acc, const TensorCoreModel& tc) {
   static const formats::Format fp32 = formats::parse_format("fp32");
   // Each truncated term is below 2^(24 + extra_bits) grid units, so a block's
@@ -169,13 +169,10 @@ void accumulate_tensor_core(const GemmShape& s, const std::vector<float>& A, con
     }
 }
 
-}  // namespace
-
-void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
-              const GemmPolicy& policy, CounterSet* counters) {
-  s.check(a.size(), b.size(), c.size());
-  const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site_counters(counters, "gemm.a"));
-  const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site_counters(counters, "gemm.b"));
+// C = A B from operands in the input format (row-major, op applied),
+// accumulated under the policy and rounded to its output format.
+void multiply_rounded(const GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> c,
+                      const GemmPolicy& policy, CounterSet* counters) {
   std::vector<float> acc(s.c_size(), 0.0f);
   switch (policy.accumulation) {
     case Accumulation::fp32: accumulate_fp32(s, A, B, acc, policy); break;
@@ -183,6 +180,24 @@ void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const floa
     case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
   }
   quantize(acc, c, QuantizeSpec{policy.output}, site_counters(counters, "gemm.c"));
+}
+
+}  // namespace
+
+void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
+              const GemmPolicy& policy, CounterSet* counters) {
+  s.check(a.size(), b.size(), c.size());
+  const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site_counters(counters, "gemm.a"));
+  const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site_counters(counters, "gemm.b"));
+  multiply_rounded(s, A, B, c, policy, counters);
+}
+
+void gemm_emu_rounded_inputs(const GemmShape& s, std::span<const float> a, std::span<const float> b,
+                             std::span<float> c, const GemmPolicy& policy, CounterSet* counters) {
+  s.check(a.size(), b.size(), c.size());
+  if (s.transpose_a || s.transpose_b)
+    throw std::invalid_argument("gemm_emu_rounded_inputs: operands must be row-major op(A) and op(B), not transposed");
+  multiply_rounded(s, a, b, c, policy, counters);
 }
 
 }  // namespace mpverify::emu

@@ -52,4 +52,16 @@ struct GemmPolicy {
 void gemm_emu(const GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters = nullptr);
 
+// gemm_emu for operands that already hold values of policy.input (rounded
+// once by the caller, e.g. copies of a rounded tensor, zeros included) in
+// row-major op(A) (m x k) and op(B) (k x n): no transposes (invalid_argument
+// otherwise), no second rounding and so no gemm.a / gemm.b sites; the
+// results and the gemm.accumulate and gemm.c counts are gemm_emu's, since
+// rounding a value of the format changes nothing. For callers that round an
+// operand once and multiply many blocks gathered from it (conv2d_emu).
+// Operands outside the format are not detected: the products would not be
+// those of the format.
+void gemm_emu_rounded_inputs(const GemmShape& shape, std::span<const float> a, std::span<const float> b,
+                             std::span<float> c, const GemmPolicy& policy, CounterSet* counters = nullptr);
+
 }  // namespace mpverify::emu
