@@ -194,6 +194,38 @@ TEST(GemmEmu, BadShapesAreRejected) {
   EXPECT_THROW(emu::gemm_emu(GemmShape{2, 2, 3}, a, b, c, tc), std::invalid_argument);
 }
 
+// Operands already in the format (a rounded copy, as conv2d_emu passes):
+// the same products, sums and output roundings as gemm_emu, whose second
+// rounding of such values changes nothing; only gemm.a and gemm.b are absent.
+TEST(GemmEmu, RoundedInputsGiveGemmEmusResultsAndCounts) {
+  const GemmShape s{37, 70, 300};  // tile kernels and the portable edges both run
+  for (Accumulation acc : {Accumulation::fp32, Accumulation::fp16, Accumulation::tensor_core}) {
+    // a ~ N(0, 4000^2): sums of 300 products have a standard deviation near
+    // 4000 sqrt(300) = 69000, so many pass 65504 and overflow counts too
+    const auto a = random_fp16_values(s.a_size(), 7, 4000.0), b = random_fp16_values(s.b_size(), 8);
+    emu::GemmPolicy policy;
+    policy.accumulation = acc;
+    policy.output = formats::parse_format("fp16");
+    std::vector<float> c_full(s.c_size()), c_rounded(s.c_size());
+    emu::CounterSet full, rounded;
+    emu::gemm_emu(s, a, b, c_full, policy, &full);
+    emu::gemm_emu_rounded_inputs(s, a, b, c_rounded, policy, &rounded);
+    for (std::size_t i = 0; i < c_full.size(); ++i)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(c_full[i]), std::bit_cast<std::uint32_t>(c_rounded[i])) << i;
+    EXPECT_EQ(*full.find("gemm.c"), *rounded.find("gemm.c"));
+    if (acc != Accumulation::fp16) EXPECT_GT(rounded.find("gemm.c")->inexact, 0u);  // fp16 sums are fp16 already
+    if (acc == Accumulation::fp16) {
+      EXPECT_EQ(*full.find("gemm.accumulate"), *rounded.find("gemm.accumulate"));
+      EXPECT_GT(rounded.find("gemm.accumulate")->overflow, 0u);
+    }
+    EXPECT_EQ(rounded.find("gemm.a"), nullptr);
+    EXPECT_EQ(rounded.find("gemm.b"), nullptr);
+  }
+  std::vector<float> a(6), b(6), c(4);
+  EXPECT_THROW(emu::gemm_emu_rounded_inputs(GemmShape{2, 2, 3, true, false}, a, b, c, emu::GemmPolicy{}),
+               std::invalid_argument);
+}
+
 TEST(Compare, AllZeroAndEmptyComparisonsFail) {
   const auto f = formats::parse_format("fp32");
   const std::vector<float> zeros(5, 0.0f);
