@@ -74,9 +74,11 @@ class ThresholdCounter {
   std::size_t search_width_ = 1;      // a power of two above the most thresholds strictly inside one bin
   std::vector<std::uint32_t> base_;   // per bin: #thresholds <= the bin's first pattern (bins + 1: zeros)
   std::vector<std::uint8_t> split_;   // per bin: a threshold lies strictly inside
+  std::vector<std::uint32_t> width_;  // per bin: the power of two above its inside thresholds (bisection steps)
   std::vector<std::uint32_t> split_bits_;  // the same, one bit per bin (bin b: word b / 32, bit b % 32)
   std::vector<std::uint64_t> hist_;   // elements per bin (split bins' counts unused)
-  std::vector<std::uint64_t> bucket_; // split elements per bucket j: #thresholds <= |x| is j
+  std::size_t bucket_stride_;         // buckets per table: the thresholds + 1
+  std::vector<std::uint64_t> bucket_; // split elements per bucket j (#thresholds <= |x| is j), over rotating tables
   ScanPath path_ = ScanPath::portable;
   std::size_t threads_ = 1;
   Bits max_finite_ = 0;

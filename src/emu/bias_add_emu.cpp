@@ -1,5 +1,6 @@
 #include "emu/bias_add_emu.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "emu/accumulate.h"
@@ -10,10 +11,6 @@
 
 namespace mpverify::emu {
 
-namespace {
-
-}  // namespace
-
 void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y,
                   const BiasAddPolicy& policy, CounterSet* counters) {
   s.check_dims("bias_add_emu");
@@ -23,14 +20,18 @@ void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<con
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "bias_add.x"));
   const std::vector<float> br = quantized_copy(b, policy.input, site_counters(counters, "bias_add.b"));
   Counters* out = site_counters(counters, "bias_add.y");
-  for (int c = 0; c < s.c; ++c)
-    for (std::size_t i = 0; i < s.channel_elements(); ++i) {
-      const std::size_t k = s.index(c, i);
-      // One rounding of the exact x + b, counted as an addition: swamping here
-      // means b != 0 was lost against a large x (y == x).
-      Accumulator sum(policy.output, out, xr[k]);
-      sum.add(br[c]);
-      y[k] = static_cast<float>(sum.value());
+  // One rounding of the exact x + b per element, counted as an addition
+  // (swamping here means b != 0 was lost against a large x: y == x), a plane
+  // (one image's channel, constant b) at a time through add_lanes.
+  const std::size_t plane = s.spatial();
+  std::vector<double> sums(plane), bias(plane);
+  for (int img = 0; img < s.n; ++img)
+    for (int c = 0; c < s.c; ++c) {
+      const std::size_t first = (static_cast<std::size_t>(img) * s.c + static_cast<std::size_t>(c)) * plane;
+      std::copy_n(xr.begin() + static_cast<std::ptrdiff_t>(first), plane, sums.begin());
+      std::fill(bias.begin(), bias.end(), static_cast<double>(br[static_cast<std::size_t>(c)]));
+      add_lanes(policy.output, sums.data(), bias.data(), plane, out);
+      std::copy(sums.begin(), sums.end(), y.begin() + static_cast<std::ptrdiff_t>(first));  // values of the format: exact
     }
 }
 
@@ -45,7 +46,11 @@ void bias_add_backward_emu(const ChannelShape& s, std::span<const float> dy, std
   Counters* out = site_counters(counters, "bias_add_backward.db");
   std::vector<double> terms(s.channel_elements());
   for (int c = 0; c < s.c; ++c) {
-    for (std::size_t i = 0; i < terms.size(); ++i) terms[i] = dyr[s.index(c, i)];
+    // terms in index order i (image, then position): image img's plane of channel c
+    const std::size_t plane = s.spatial();
+    for (int img = 0; img < s.n; ++img)
+      std::copy_n(dyr.begin() + static_cast<std::ptrdiff_t>((static_cast<std::size_t>(img) * s.c + c) * plane), plane,
+                  terms.begin() + static_cast<std::ptrdiff_t>(img * plane));
     db[c] = round_value(policy.output, block_sum(terms, policy.accumulation, policy.lanes, acc), out);
   }
 }
