@@ -259,25 +259,32 @@ TEST(ThresholdCounter, EachScanPathEqualsBruteForceAcrossTailsAndSplitBins) {
   for (const std::size_t n : awkward_lengths) {
     const std::vector<std::uint32_t> x = awkward_float_values(n, 7 + n);
     const std::vector<std::uint64_t> expected = brute_below(x, t);
-    for (const analysis::ScanPath path : float_paths()) {
-      analysis::ThresholdCounter<std::uint32_t> c(t, path);
-      ASSERT_EQ(c.path(), path);
-      const std::size_t first = n / 3 + (n % 2);
-      c.add_raw(reinterpret_cast<const std::byte*>(x.data()), first);
-      c.add_raw(reinterpret_cast<const std::byte*>(x.data() + first), n - first);
-      EXPECT_EQ(c.count(), n);
-      EXPECT_EQ(c.below(), expected) << "n " << n << " path " << static_cast<int>(path);
-      EXPECT_EQ(c.max_finite(), brute_max_finite(x)) << "n " << n << " path " << static_cast<int>(path);
-    }
+    for (const analysis::ScanPath path : float_paths())
+      for (const analysis::BinLayout layout : {analysis::BinLayout::automatic, analysis::BinLayout::coarse}) {
+        analysis::ThresholdCounter<std::uint32_t> c(t, path, layout);
+        ASSERT_EQ(c.path(), path);
+        // the awkward thresholds' fraction fields at or above the smallest
+        // normal take 8 values: 0, 1, 2, 0x12345, 0x7ffff, 0x100000, 0x400000, 0x7fffff
+        ASSERT_EQ(c.aligned(), layout == analysis::BinLayout::automatic);
+        const std::size_t first = n / 3 + (n % 2);
+        c.add_raw(reinterpret_cast<const std::byte*>(x.data()), first);
+        c.add_raw(reinterpret_cast<const std::byte*>(x.data() + first), n - first);
+        const std::string what = "n " + std::to_string(n) + " path " + std::to_string(static_cast<int>(path)) +
+                                 (c.aligned() ? " aligned" : " coarse");
+        EXPECT_EQ(c.count(), n);
+        EXPECT_EQ(c.below(), expected) << what;
+        EXPECT_EQ(c.max_finite(), brute_max_finite(x)) << what;
+      }
   }
 }
 
 TEST(ThresholdCounter, AllZerosAndAllNonFinite) {
   const std::vector<std::uint32_t> t = awkward_float_thresholds();
-  for (const analysis::ScanPath path : float_paths()) {
+  for (const analysis::ScanPath path : float_paths())
+  for (const analysis::BinLayout layout : {analysis::BinLayout::automatic, analysis::BinLayout::coarse}) {
     std::vector<std::uint32_t> zeros(4133);
     for (std::size_t i = 0; i < zeros.size(); i += 2) zeros[i] = 0x80000000u;  // -0 too
-    analysis::ThresholdCounter<std::uint32_t> z(t, path);
+    analysis::ThresholdCounter<std::uint32_t> z(t, path, layout);
     z.add_raw(reinterpret_cast<const std::byte*>(zeros.data()), zeros.size());
     EXPECT_EQ(z.below(), std::vector<std::uint64_t>(t.size(), zeros.size()));  // 0 lies below every threshold
     EXPECT_EQ(z.max_finite(), 0u);
@@ -285,7 +292,7 @@ TEST(ThresholdCounter, AllZerosAndAllNonFinite) {
     const std::vector<std::uint32_t> nonfinite = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffffffffu, 0x7f800001u};
     std::vector<std::uint32_t> x;
     for (int i = 0; i < 1000; ++i) x.push_back(nonfinite[static_cast<std::size_t>(i) % nonfinite.size()]);
-    analysis::ThresholdCounter<std::uint32_t> c(t, path);
+    analysis::ThresholdCounter<std::uint32_t> c(t, path, layout);
     c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
     EXPECT_EQ(c.max_finite(), 0u);  // no finite value seen
     const std::vector<std::uint64_t> below = c.below();
@@ -336,6 +343,57 @@ TEST(ThresholdCounter, Avx512ScanEqualsPortableBitForBit) {
   EXPECT_GT(total_side, 100u);  // the side list was exercised
 }
 
+// The aligned scan: AVX-512 and portable give the same bins, side list and
+// maximum, and both give what the layout says, worked out here directly.
+TEST(ThresholdCounter, AlignedScanEqualsPortableAndTheLayout) {
+  const std::vector<std::uint32_t> cuts = {0, 1, 2, 0x12345, 0x7fffff};  // 5 cuts: 8 bins per binade
+  const int cut_log2 = 3;
+  std::size_t total_side = 0;
+  for (const std::size_t m : {0u, 1u, 15u, 16u, 17u, 47u, 1000u, 4096u}) {
+    const std::vector<std::uint32_t> x = awkward_float_values(m, 300 + m);
+    const auto* in = reinterpret_cast<const std::byte*>(x.data());
+    std::vector<std::uint16_t> bin_p(m + 1), bin_v(m + 1);
+    std::vector<std::uint32_t> side_p(m + 16), side_v(m + 16);
+    std::uint32_t max_p = 5, max_v = 5;
+    const std::size_t kp = analysis::detail::scan_block_aligned_portable(in, m, cuts.data(), 5, cut_log2, bin_p.data(),
+                                                                         side_p.data(), max_p);
+    std::vector<std::uint32_t> want_side;
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t a = x[i] & 0x7fffffffu, e = a >> 23, f = a & 0x7fffffu;
+      const std::uint32_t cut = f == 0 ? 0 : f == 1 ? 1 : f < 0x12345 ? 2 : f < 0x7fffff ? 3 : 4;
+      EXPECT_EQ(bin_p[i], (e << cut_log2) + cut) << m << " " << i;
+      if (a != 0 && e == 0) want_side.push_back(a);
+    }
+    EXPECT_EQ(std::vector<std::uint32_t>(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp)), want_side);
+    EXPECT_EQ(max_p, std::max(5u, brute_max_finite(x))) << m;
+    total_side += kp;
+    if (!analysis::cpu_has_avx512_scan()) continue;
+    const std::size_t kv = analysis::detail::scan_block_aligned_f32_avx512(in, m, cuts.data(), 5, cut_log2,
+                                                                           bin_v.data(), side_v.data(), max_v);
+    ASSERT_EQ(kp, kv) << m;
+    EXPECT_EQ(bin_p, bin_v) << m;
+    EXPECT_TRUE(std::equal(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp), side_v.begin())) << m;
+    EXPECT_EQ(max_p, max_v) << m;
+  }
+  EXPECT_GT(total_side, 100u);  // the side list (subnormals) was exercised
+}
+
+// Nine fraction values: the aligned layout would need 16 bins per binade,
+// so the counter keeps the coarse one, and still counts right.
+TEST(ThresholdCounter, TooManyFractionValuesKeepTheCoarseLayout) {
+  std::vector<std::uint32_t> t;
+  for (std::uint32_t f = 0; f < 7; ++f) t.push_back(0x3f800000u + 3 * f);  // 0, 3, ..., 18
+  t.push_back(0x40000005u);                                                // with 0 and 1: nine
+  analysis::ThresholdCounter<std::uint32_t> c(t);
+  EXPECT_FALSE(c.aligned());
+  t.pop_back();
+  EXPECT_TRUE(analysis::ThresholdCounter<std::uint32_t>(t).aligned());
+  t.push_back(0x40000005u);
+  const std::vector<std::uint32_t> x = awkward_float_values(5000, 17);
+  c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
+  EXPECT_EQ(c.below(), brute_below(x, t));
+}
+
 TEST(ThresholdCounter, DoubleEqualsBruteForceAndRefusesAvx512) {
   // Thresholds inside double bin 0 and inside the bin of 1.0, and infinity.
   const std::vector<std::uint64_t> t = {1, 2, 3, 0x3ff0000000000000ull, 0x3ff0000000000001ull, 0x3ff0000000001000ull,
@@ -361,8 +419,9 @@ TEST(ThresholdCounter, ThreadsCountTheSame) {
   const std::vector<std::uint32_t> t = awkward_float_thresholds();
   const std::vector<std::uint32_t> x = awkward_float_values(3 * C::min_per_thread + 4096 + 123, 99);
   const std::vector<std::uint64_t> expected = brute_below(x, t);
-  for (const std::size_t threads : {1u, 2u, 3u, 4u}) {
-    C c(t);
+  for (const std::size_t threads : {1u, 2u, 3u, 4u})
+  for (const analysis::BinLayout layout : {analysis::BinLayout::automatic, analysis::BinLayout::coarse}) {
+    C c(t, analysis::ScanPath::automatic, layout);
     c.set_threads(threads);
     c.add_raw(reinterpret_cast<const std::byte*>(x.data()), x.size());
     EXPECT_EQ(c.count(), x.size());

@@ -88,10 +88,30 @@ template std::size_t scan_block_portable<std::uint32_t>(const std::byte*, std::s
 template std::size_t scan_block_portable<std::uint64_t>(const std::byte*, std::size_t, const std::uint32_t*,
                                                         std::uint16_t*, std::uint64_t*, std::uint64_t&);
 
+std::size_t scan_block_aligned_portable(const std::byte* in, std::size_t m, const std::uint32_t* cuts, int cut_count,
+                                        int cut_log2, std::uint16_t* bin, std::uint32_t* side,
+                                        std::uint32_t& max_finite) {
+  std::uint32_t mx = max_finite;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    std::uint32_t w;
+    std::memcpy(&w, in + i * 4, 4);
+    const std::uint32_t a = w & 0x7fffffffu, fraction = a & 0x7fffffu;
+    std::uint32_t b = (a >> 23) << cut_log2;
+    for (int c = 1; c < cut_count; ++c) b += fraction >= cuts[c] ? 1u : 0u;
+    bin[i] = static_cast<std::uint16_t>(b);
+    side[k] = a;  // kept only for a subnormal: no branch to mispredict
+    k += a != 0 && a < 0x00800000u;
+    mx = std::max(mx, a < 0x7f800000u ? a : 0u);
+  }
+  max_finite = mx;
+  return k;
+}
+
 }  // namespace detail
 
 template <class Bits>
-ThresholdCounter<Bits>::ThresholdCounter(std::vector<Bits> thresholds, ScanPath path)
+ThresholdCounter<Bits>::ThresholdCounter(std::vector<Bits> thresholds, ScanPath path, BinLayout layout)
     : thresholds_(std::move(thresholds)),
       count_thresholds_(thresholds_.size()),
       base_(bins + 1),
@@ -126,6 +146,24 @@ ThresholdCounter<Bits>::ThresholdCounter(std::vector<Bits> thresholds, ScanPath 
     while (width <= inside) width *= 2;
     width_[b] = static_cast<std::uint32_t>(width);
     search_width_ = std::max(search_width_, width);
+  }
+  if constexpr (sizeof(Bits) == 4) {
+    if (layout == BinLayout::automatic) {
+      std::vector<std::uint32_t> cuts = {0, 1};
+      for (const Bits t : thresholds_)
+        if ((t >> 23) != 0) cuts.push_back(t & 0x7fffffu);
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      if (cuts.size() <= 8) {
+        cuts_ = cuts;
+        while ((std::size_t{1} << cut_log2_) < cuts_.size()) ++cut_log2_;
+        aligned_base_.assign(std::size_t{256} << cut_log2_, 0);
+        for (std::uint32_t e = 0; e < 256; ++e)
+          for (std::size_t i = 0; i < cuts_.size(); ++i)
+            aligned_base_[(e << cut_log2_) + i] = static_cast<std::uint32_t>(
+                std::upper_bound(thresholds_.begin(), thresholds_.end(), (e << 23) | cuts_[i]) - thresholds_.begin());
+      }
+    }
   }
   // Padding above every magnitude lets the side list's search run a fixed
   // number of steps without a bounds check.
@@ -185,8 +223,15 @@ void ThresholdCounter<Bits>::count_into(const std::byte* bytes, std::size_t n, s
     const std::byte* const in = bytes + start * sizeof(Bits);
     std::size_t k;
     if constexpr (sizeof(Bits) == 4) {
-      k = path_ == ScanPath::avx512 ? detail::scan_block_f32_avx512(in, m, split_bits_.data(), bin, side, max_finite)
-                                    : detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
+      const int cut_count = static_cast<int>(cuts_.size());
+      if (cut_count != 0) {
+        k = path_ == ScanPath::avx512
+                ? detail::scan_block_aligned_f32_avx512(in, m, cuts_.data(), cut_count, cut_log2_, bin, side, max_finite)
+                : detail::scan_block_aligned_portable(in, m, cuts_.data(), cut_count, cut_log2_, bin, side, max_finite);
+      } else {
+        k = path_ == ScanPath::avx512 ? detail::scan_block_f32_avx512(in, m, split_bits_.data(), bin, side, max_finite)
+                                      : detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
+      }
     } else {
       k = detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
     }
@@ -204,9 +249,20 @@ std::vector<std::uint64_t> ThresholdCounter<Bits>::below() const {
   std::vector<std::uint64_t> bucket(bucket_stride_);
   for (std::size_t t = 0; t < side_tables; ++t)
     for (std::size_t j = 0; j < bucket_stride_; ++j) bucket[j] += bucket_[t * bucket_stride_ + j];
-  for (std::size_t b = 0; b <= bins; ++b) {
-    if (split_[b]) continue;  // counted in `bucket_` from the side list
-    for (std::size_t t = 0; t < hist_tables<Bits>; ++t) bucket[base_[b]] += hist_[t * stride + b];
+  if (!cuts_.empty()) {
+    // Aligned bins: every one but the subnormals' (exponent field 0, above
+    // the zero bin; counted from the side list) and the unused ones past the
+    // last cut of each binade.
+    for (std::size_t b = 0; b < aligned_base_.size(); ++b) {
+      const std::size_t cut = b & ((std::size_t{1} << cut_log2_) - 1);
+      if (cut >= cuts_.size() || (b >> cut_log2_ == 0 && cut != 0)) continue;
+      for (std::size_t t = 0; t < hist_tables<Bits>; ++t) bucket[aligned_base_[b]] += hist_[t * stride + b];
+    }
+  } else {
+    for (std::size_t b = 0; b <= bins; ++b) {
+      if (split_[b]) continue;  // counted in `bucket_` from the side list
+      for (std::size_t t = 0; t < hist_tables<Bits>; ++t) bucket[base_[b]] += hist_[t * stride + b];
+    }
   }
   std::vector<std::uint64_t> out(count_thresholds_);
   std::uint64_t sum = 0;

@@ -30,6 +30,18 @@ namespace mpverify::analysis {
 // (tests hold them together); `avx512` exists for float32 only.
 enum class ScanPath { automatic, portable, avx512 };
 
+// How values are binned (float32 only; double is always `coarse`):
+//  - coarse: the top bits (exponent + 3 fraction bits); thresholds inside a
+//    bin send its elements to the side list;
+//  - aligned, chosen by `automatic` when the thresholds' fraction fields (of
+//    those at or above float's smallest normal) take at most 8 values, as the
+//    bounds of power-of-two scales do (0 for binade edges, 1 just above a
+//    power of two, the top of a binade for a rounding midpoint): each binade
+//    is cut at those fraction values, so every such threshold is a bin's
+//    first pattern and only float's subnormals (the thresholds below the
+//    smallest normal, if any, crowd there) go to the side list.
+enum class BinLayout { automatic, coarse };
+
 // True when this CPU runs the AVX-512 scan.
 bool cpu_has_avx512_scan();
 
@@ -50,7 +62,8 @@ class ThresholdCounter {
   // `thresholds`: sorted, unique, each in (0, magnitude_mask]; std::invalid_argument otherwise.
   // `path`: automatic picks AVX-512 for float32 where the CPU has it; asking
   // for avx512 on a CPU without it, or for double, is std::invalid_argument.
-  explicit ThresholdCounter(std::vector<Bits> thresholds, ScanPath path = ScanPath::automatic);
+  explicit ThresholdCounter(std::vector<Bits> thresholds, ScanPath path = ScanPath::automatic,
+                            BinLayout layout = BinLayout::automatic);
 
   // Values given as raw little-endian bit patterns (`n` elements at `bytes`,
   // any alignment), e.g. a float32 tensor straight from a mapped file.
@@ -62,6 +75,8 @@ class ThresholdCounter {
   // The largest finite |x| bit pattern seen (0 when none).
   Bits max_finite() const { return max_finite_; }
   ScanPath path() const { return path_; }
+  // True when the aligned layout is in use (see BinLayout).
+  bool aligned() const { return !cuts_.empty(); }
   // Threads one add_raw may use (default_counter_threads() at construction); each
   // takes at least `min_per_thread` elements, so small calls stay on one.
   void set_threads(std::size_t threads);
@@ -77,6 +92,11 @@ class ThresholdCounter {
   std::vector<std::uint32_t> width_;  // per bin: the power of two above its inside thresholds (bisection steps)
   std::vector<std::uint32_t> split_bits_;  // the same, one bit per bin (bin b: word b / 32, bit b % 32)
   std::vector<std::uint64_t> hist_;   // elements per bin (split bins' counts unused)
+  // The aligned layout (empty cuts_: coarse): bin = exponent field << cut_log2_
+  // + #(cuts_[1..] <= fraction field); cuts_[0] = 0, cuts_[1] = 1 (zero alone).
+  std::vector<std::uint32_t> cuts_;
+  int cut_log2_ = 0;
+  std::vector<std::uint32_t> aligned_base_;  // per aligned bin: #thresholds <= its first pattern
   std::size_t bucket_stride_;         // buckets per table: the thresholds + 1
   std::vector<std::uint64_t> bucket_; // split elements per bucket j (#thresholds <= |x| is j), over rotating tables
   ScanPath path_ = ScanPath::portable;
@@ -105,6 +125,16 @@ std::size_t scan_block_portable(const std::byte* in, std::size_t m, const std::u
 // The same on AVX-512 for float32 (threshold_counter_x86.cpp); requires cpu_has_avx512_scan().
 std::size_t scan_block_f32_avx512(const std::byte* in, std::size_t m, const std::uint32_t* split_bits,
                                   std::uint16_t* bin, std::uint32_t* side, std::uint32_t& max_finite);
+// One block of the aligned layout (float32): bin[i] = the value's aligned bin
+// (`cuts`: `cut_count` <= 8 sorted fraction values, cuts[0] = 0, cuts[1] = 1;
+// bins of 1 << cut_log2 per binade); the non-zero magnitudes below float's
+// smallest normal appended to `side`; the finite maximum as above.
+std::size_t scan_block_aligned_portable(const std::byte* in, std::size_t m, const std::uint32_t* cuts, int cut_count,
+                                        int cut_log2, std::uint16_t* bin, std::uint32_t* side,
+                                        std::uint32_t& max_finite);
+std::size_t scan_block_aligned_f32_avx512(const std::byte* in, std::size_t m, const std::uint32_t* cuts,
+                                          int cut_count, int cut_log2, std::uint16_t* bin, std::uint32_t* side,
+                                          std::uint32_t& max_finite);
 
 }  // namespace detail
 

@@ -67,6 +67,68 @@ __attribute__((target("avx512f,popcnt"))) std::size_t scan_block_f32_avx512(cons
   return k;
 }
 
+namespace {
+
+// The aligned scan with `Cuts` fraction cuts (a compile-time count, so the
+// comparisons unroll): per 16 values, the bin from the exponent field and
+// Cuts - 1 comparisons of the fraction field, the finite maximum, and the
+// side list only when a vector holds a subnormal (rare: a predicted branch).
+template <int Cuts>
+__attribute__((target("avx512f,popcnt"))) std::size_t scan_aligned(const std::byte* in, std::size_t m,
+                                                                   const std::uint32_t* cuts, int cut_log2,
+                                                                   std::uint16_t* bin, std::uint32_t* side,
+                                                                   std::uint32_t& max_finite) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+  const __m512i fraction_mask = _mm512_set1_epi32(0x7fffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i min_normal = _mm512_set1_epi32(0x00800000);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m128i log2 = _mm_cvtsi32_si128(cut_log2);
+  __m512i cut[Cuts];
+  for (int c = 1; c < Cuts; ++c) cut[c] = _mm512_set1_epi32(static_cast<int>(cuts[c]));
+  __m512i mx = _mm512_set1_epi32(static_cast<int>(max_finite));
+  std::size_t k = 0, i = 0;
+  for (; i + 16 <= m; i += 16) {
+    // Two KiB ahead: the counting between blocks leaves the hardware
+    // prefetcher idle, and the loads of the next block waited (measured: 8%
+    // faster on a 256 MiB array; a prefetch of an unmapped page is dropped).
+    _mm_prefetch(reinterpret_cast<const char*>(in + 4 * i) + 2048, _MM_HINT_T0);
+    const __m512i a = _mm512_and_si512(_mm512_loadu_si512(in + 4 * i), magnitude);
+    const __m512i fraction = _mm512_and_si512(a, fraction_mask);
+    __m512i b = _mm512_sll_epi32(_mm512_srli_epi32(a, 23), log2);
+#pragma GCC unroll 8
+    for (int c = 1; c < Cuts; ++c) b = _mm512_mask_add_epi32(b, _mm512_cmpge_epu32_mask(fraction, cut[c]), b, one);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bin + i), _mm512_cvtepi32_epi16(b));
+    mx = _mm512_mask_max_epi32(mx, _mm512_cmplt_epi32_mask(a, inf), mx, a);
+    const __mmask16 subnormal = _mm512_mask_cmplt_epi32_mask(_mm512_test_epi32_mask(a, a), a, min_normal);
+    if (__builtin_expect(subnormal != 0, 0)) {
+      _mm512_storeu_si512(side + k, _mm512_maskz_compress_epi32(subnormal, a));
+      k += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(subnormal)));
+    }
+  }
+  std::uint32_t mx_scalar = static_cast<std::uint32_t>(_mm512_reduce_max_epi32(mx));
+  k += scan_block_aligned_portable(in + 4 * i, m - i, cuts, Cuts, cut_log2, bin + i, side + k, mx_scalar);
+  max_finite = mx_scalar;
+  return k;
+}
+
+}  // namespace
+
+std::size_t scan_block_aligned_f32_avx512(const std::byte* in, std::size_t m, const std::uint32_t* cuts,
+                                          int cut_count, int cut_log2, std::uint16_t* bin, std::uint32_t* side,
+                                          std::uint32_t& max_finite) {
+  switch (cut_count) {
+    case 2: return scan_aligned<2>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 3: return scan_aligned<3>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 4: return scan_aligned<4>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 5: return scan_aligned<5>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 6: return scan_aligned<6>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 7: return scan_aligned<7>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 8: return scan_aligned<8>(in, m, cuts, cut_log2, bin, side, max_finite);
+    default: throw std::invalid_argument("scan_block_aligned_f32_avx512: cut_count must be 2..8");
+  }
+}
+
 }  // namespace detail
 
 }  // namespace mpverify::analysis
@@ -82,6 +144,11 @@ namespace detail {
 std::size_t scan_block_f32_avx512(const std::byte*, std::size_t, const std::uint32_t*, std::uint16_t*, std::uint32_t*,
                                   std::uint32_t&) {
   throw std::logic_error("scan_block_f32_avx512: not an x86-64 build");
+}
+
+std::size_t scan_block_aligned_f32_avx512(const std::byte*, std::size_t, const std::uint32_t*, int, int,
+                                          std::uint16_t*, std::uint32_t*, std::uint32_t&) {
+  throw std::logic_error("scan_block_aligned_f32_avx512: not an x86-64 build");
 }
 
 }  // namespace detail
