@@ -343,8 +343,8 @@ TEST(ThresholdCounter, Avx512ScanEqualsPortableBitForBit) {
   EXPECT_GT(total_side, 100u);  // the side list was exercised
 }
 
-// The aligned scan: AVX-512 and portable give the same bins, side list and
-// maximum, and both give what the layout says, worked out here directly.
+// The aligned scan: AVX-512 and portable give the same bins, histogram, side
+// list and maximum, and both give what the layout says, worked out here directly.
 TEST(ThresholdCounter, AlignedScanEqualsPortableAndTheLayout) {
   const std::vector<std::uint32_t> cuts = {0, 1, 2, 0x12345, 0x7fffff};  // 5 cuts: 8 bins per binade
   const int cut_log2 = 3;
@@ -355,8 +355,13 @@ TEST(ThresholdCounter, AlignedScanEqualsPortableAndTheLayout) {
     std::vector<std::uint16_t> bin_p(m + 1), bin_v(m + 1);
     std::vector<std::uint32_t> side_p(m + 16), side_v(m + 16);
     std::uint32_t max_p = 5, max_v = 5;
+    const std::size_t stride = 2049;
+    std::vector<std::uint64_t> hist_p(4 * stride, 1), hist_v(4 * stride, 1);  // counts carried in from earlier blocks
     const std::size_t kp = analysis::detail::scan_block_aligned_portable(in, m, cuts.data(), 5, cut_log2, bin_p.data(),
-                                                                         side_p.data(), max_p);
+                                                                         {hist_p.data(), stride}, side_p.data(), max_p);
+    std::vector<std::uint64_t> want_hist(4 * stride, 1);
+    for (std::size_t i = 0; i < m; ++i) ++want_hist[(i % 4) * stride + bin_p[i]];
+    EXPECT_EQ(hist_p, want_hist) << m;
     std::vector<std::uint32_t> want_side;
     for (std::size_t i = 0; i < m; ++i) {
       const std::uint32_t a = x[i] & 0x7fffffffu, e = a >> 23, f = a & 0x7fffffu;
@@ -368,10 +373,11 @@ TEST(ThresholdCounter, AlignedScanEqualsPortableAndTheLayout) {
     EXPECT_EQ(max_p, std::max(5u, brute_max_finite(x))) << m;
     total_side += kp;
     if (!analysis::cpu_has_avx512_scan()) continue;
-    const std::size_t kv = analysis::detail::scan_block_aligned_f32_avx512(in, m, cuts.data(), 5, cut_log2,
-                                                                           bin_v.data(), side_v.data(), max_v);
+    const std::size_t kv = analysis::detail::scan_block_aligned_f32_avx512(
+        in, m, cuts.data(), 5, cut_log2, bin_v.data(), {hist_v.data(), stride}, side_v.data(), max_v);
     ASSERT_EQ(kp, kv) << m;
     EXPECT_EQ(bin_p, bin_v) << m;
+    EXPECT_EQ(hist_p, hist_v) << m;
     EXPECT_TRUE(std::equal(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp), side_v.begin())) << m;
     EXPECT_EQ(max_p, max_v) << m;
   }

@@ -89,7 +89,7 @@ template std::size_t scan_block_portable<std::uint64_t>(const std::byte*, std::s
                                                         std::uint16_t*, std::uint64_t*, std::uint64_t&);
 
 std::size_t scan_block_aligned_portable(const std::byte* in, std::size_t m, const std::uint32_t* cuts, int cut_count,
-                                        int cut_log2, std::uint16_t* bin, std::uint32_t* side,
+                                        int cut_log2, std::uint16_t* bin, HistTables hist, std::uint32_t* side,
                                         std::uint32_t& max_finite) {
   std::uint32_t mx = max_finite;
   std::size_t k = 0;
@@ -100,6 +100,7 @@ std::size_t scan_block_aligned_portable(const std::byte* in, std::size_t m, cons
     std::uint32_t b = (a >> 23) << cut_log2;
     for (int c = 1; c < cut_count; ++c) b += fraction >= cuts[c] ? 1u : 0u;
     bin[i] = static_cast<std::uint16_t>(b);
+    ++hist.counts[(i % 4) * hist.stride + b];
     side[k] = a;  // kept only for a subnormal: no branch to mispredict
     k += a != 0 && a < 0x00800000u;
     mx = std::max(mx, a < 0x7f800000u ? a : 0u);
@@ -225,9 +226,14 @@ void ThresholdCounter<Bits>::count_into(const std::byte* bytes, std::size_t n, s
     if constexpr (sizeof(Bits) == 4) {
       const int cut_count = static_cast<int>(cuts_.size());
       if (cut_count != 0) {
-        k = path_ == ScanPath::avx512
-                ? detail::scan_block_aligned_f32_avx512(in, m, cuts_.data(), cut_count, cut_log2_, bin, side, max_finite)
-                : detail::scan_block_aligned_portable(in, m, cuts_.data(), cut_count, cut_log2_, bin, side, max_finite);
+        static_assert(hist_tables<std::uint32_t> == 4, "HistTables holds four tables");
+        const detail::HistTables counts{hist, stride};
+        k = path_ == ScanPath::avx512 ? detail::scan_block_aligned_f32_avx512(in, m, cuts_.data(), cut_count, cut_log2_,
+                                                                              bin, counts, side, max_finite)
+                                      : detail::scan_block_aligned_portable(in, m, cuts_.data(), cut_count, cut_log2_,
+                                                                            bin, counts, side, max_finite);
+        count_side(side, k, base_.data(), width_.data(), thresholds_.data(), shift, bucket, bucket_stride_);
+        continue;  // the scan counted the bins
       } else {
         k = path_ == ScanPath::avx512 ? detail::scan_block_f32_avx512(in, m, split_bits_.data(), bin, side, max_finite)
                                       : detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);

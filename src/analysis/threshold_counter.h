@@ -125,16 +125,25 @@ std::size_t scan_block_portable(const std::byte* in, std::size_t m, const std::u
 // The same on AVX-512 for float32 (threshold_counter_x86.cpp); requires cpu_has_avx512_scan().
 std::size_t scan_block_f32_avx512(const std::byte* in, std::size_t m, const std::uint32_t* split_bits,
                                   std::uint16_t* bin, std::uint32_t* side, std::uint32_t& max_finite);
+// The histogram tables a fused scan counts into: four tables `stride` apart,
+// element i of a block into table i % 4 (so that repeats of a bin do not
+// wait on each other's stores).
+struct HistTables {
+  std::uint64_t* counts;
+  std::size_t stride;
+};
 // One block of the aligned layout (float32): bin[i] = the value's aligned bin
 // (`cuts`: `cut_count` <= 8 sorted fraction values, cuts[0] = 0, cuts[1] = 1;
-// bins of 1 << cut_log2 per binade); the non-zero magnitudes below float's
-// smallest normal appended to `side`; the finite maximum as above.
+// bins of 1 << cut_log2 per binade), counted into `hist` in the same pass
+// (the increments then overlap the vector work instead of following it);
+// the non-zero magnitudes below float's smallest normal appended to `side`;
+// the finite maximum as above.
 std::size_t scan_block_aligned_portable(const std::byte* in, std::size_t m, const std::uint32_t* cuts, int cut_count,
-                                        int cut_log2, std::uint16_t* bin, std::uint32_t* side,
+                                        int cut_log2, std::uint16_t* bin, HistTables hist, std::uint32_t* side,
                                         std::uint32_t& max_finite);
 std::size_t scan_block_aligned_f32_avx512(const std::byte* in, std::size_t m, const std::uint32_t* cuts,
-                                          int cut_count, int cut_log2, std::uint16_t* bin, std::uint32_t* side,
-                                          std::uint32_t& max_finite);
+                                          int cut_count, int cut_log2, std::uint16_t* bin, HistTables hist,
+                                          std::uint32_t* side, std::uint32_t& max_finite);
 
 }  // namespace detail
 

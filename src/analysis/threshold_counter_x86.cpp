@@ -73,11 +73,17 @@ namespace {
 // comparisons unroll): per 16 values, the bin from the exponent field and
 // Cuts - 1 comparisons of the fraction field, the finite maximum, and the
 // side list only when a vector holds a subnormal (rare: a predicted branch).
+// The histogram increments of 16 bins (element j into table j % 4).
+inline void count16(const std::uint16_t* bin, HistTables hist) {
+#pragma GCC unroll 16
+  for (std::size_t j = 0; j < 16; ++j) ++hist.counts[(j % 4) * hist.stride + bin[j]];
+}
+
 template <int Cuts>
 __attribute__((target("avx512f,popcnt"))) std::size_t scan_aligned(const std::byte* in, std::size_t m,
                                                                    const std::uint32_t* cuts, int cut_log2,
-                                                                   std::uint16_t* bin, std::uint32_t* side,
-                                                                   std::uint32_t& max_finite) {
+                                                                   std::uint16_t* bin, HistTables hist,
+                                                                   std::uint32_t* side, std::uint32_t& max_finite) {
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
   const __m512i fraction_mask = _mm512_set1_epi32(0x7fffff);
   const __m512i inf = _mm512_set1_epi32(0x7f800000);
@@ -99,6 +105,9 @@ __attribute__((target("avx512f,popcnt"))) std::size_t scan_aligned(const std::by
 #pragma GCC unroll 8
     for (int c = 1; c < Cuts; ++c) b = _mm512_mask_add_epi32(b, _mm512_cmpge_epu32_mask(fraction, cut[c]), b, one);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(bin + i), _mm512_cvtepi32_epi16(b));
+    // The previous vector's increments: scalar loads and stores that run
+    // beside this vector's work (this one's bins are counted next time round).
+    if (i >= 16) count16(bin + i - 16, hist);
     mx = _mm512_mask_max_epi32(mx, _mm512_cmplt_epi32_mask(a, inf), mx, a);
     const __mmask16 subnormal = _mm512_mask_cmplt_epi32_mask(_mm512_test_epi32_mask(a, a), a, min_normal);
     if (__builtin_expect(subnormal != 0, 0)) {
@@ -106,8 +115,10 @@ __attribute__((target("avx512f,popcnt"))) std::size_t scan_aligned(const std::by
       k += static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(subnormal)));
     }
   }
+  if (i >= 16) count16(bin + i - 16, hist);
   std::uint32_t mx_scalar = static_cast<std::uint32_t>(_mm512_reduce_max_epi32(mx));
-  k += scan_block_aligned_portable(in + 4 * i, m - i, cuts, Cuts, cut_log2, bin + i, side + k, mx_scalar);
+  // the tail: i is a multiple of 16, so element i + j still goes to table j % 4
+  k += scan_block_aligned_portable(in + 4 * i, m - i, cuts, Cuts, cut_log2, bin + i, hist, side + k, mx_scalar);
   max_finite = mx_scalar;
   return k;
 }
@@ -115,16 +126,16 @@ __attribute__((target("avx512f,popcnt"))) std::size_t scan_aligned(const std::by
 }  // namespace
 
 std::size_t scan_block_aligned_f32_avx512(const std::byte* in, std::size_t m, const std::uint32_t* cuts,
-                                          int cut_count, int cut_log2, std::uint16_t* bin, std::uint32_t* side,
-                                          std::uint32_t& max_finite) {
+                                          int cut_count, int cut_log2, std::uint16_t* bin, HistTables hist,
+                                          std::uint32_t* side, std::uint32_t& max_finite) {
   switch (cut_count) {
-    case 2: return scan_aligned<2>(in, m, cuts, cut_log2, bin, side, max_finite);
-    case 3: return scan_aligned<3>(in, m, cuts, cut_log2, bin, side, max_finite);
-    case 4: return scan_aligned<4>(in, m, cuts, cut_log2, bin, side, max_finite);
-    case 5: return scan_aligned<5>(in, m, cuts, cut_log2, bin, side, max_finite);
-    case 6: return scan_aligned<6>(in, m, cuts, cut_log2, bin, side, max_finite);
-    case 7: return scan_aligned<7>(in, m, cuts, cut_log2, bin, side, max_finite);
-    case 8: return scan_aligned<8>(in, m, cuts, cut_log2, bin, side, max_finite);
+    case 2: return scan_aligned<2>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
+    case 3: return scan_aligned<3>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
+    case 4: return scan_aligned<4>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
+    case 5: return scan_aligned<5>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
+    case 6: return scan_aligned<6>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
+    case 7: return scan_aligned<7>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
+    case 8: return scan_aligned<8>(in, m, cuts, cut_log2, bin, hist, side, max_finite);
     default: throw std::invalid_argument("scan_block_aligned_f32_avx512: cut_count must be 2..8");
   }
 }
@@ -147,7 +158,7 @@ std::size_t scan_block_f32_avx512(const std::byte*, std::size_t, const std::uint
 }
 
 std::size_t scan_block_aligned_f32_avx512(const std::byte*, std::size_t, const std::uint32_t*, int, int,
-                                          std::uint16_t*, std::uint32_t*, std::uint32_t&) {
+                                          std::uint16_t*, HistTables, std::uint32_t*, std::uint32_t&) {
   throw std::logic_error("scan_block_aligned_f32_avx512: not an x86-64 build");
 }
 
