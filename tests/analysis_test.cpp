@@ -306,6 +306,19 @@ TEST(ThresholdCounter, AllZerosAndAllNonFinite) {
   }
 }
 
+// One block scan's inputs and outputs for both paths (portable _p, AVX-512
+// _v): m awkward values, room for the bins and the side list (+ 16: whole
+// vector stores), and a maximum carried in from earlier blocks.
+struct ScanCase {
+  std::vector<std::uint32_t> x;
+  std::vector<std::uint16_t> bin_p, bin_v;
+  std::vector<std::uint32_t> side_p, side_v;
+  std::uint32_t max_p = 5, max_v = 5;
+  ScanCase(std::size_t m, std::uint64_t seed)
+      : x(awkward_float_values(m, seed)), bin_p(m + 1), bin_v(m + 1), side_p(m + 16), side_v(m + 16) {}
+  const std::byte* in() const { return reinterpret_cast<const std::byte*>(x.data()); }
+};
+
 // The rule for SIMD kernels: the AVX-512 scan and its portable twin give the
 // same bins, the same side list in the same order and the same maximum.
 TEST(ThresholdCounter, Avx512ScanEqualsPortableBitForBit) {
@@ -316,28 +329,26 @@ TEST(ThresholdCounter, Avx512ScanEqualsPortableBitForBit) {
   for (const std::size_t b : {0u, 0x3f8u, 0x400u, 0x7f7u, 0x7f8u, 0x7fcu}) split_bits[b / 32] |= 1u << (b % 32);
   std::size_t total_side = 0;
   for (const std::size_t m : {0u, 1u, 15u, 16u, 17u, 47u, 1000u, 4096u}) {
-    const std::vector<std::uint32_t> x = awkward_float_values(m, 100 + m);
-    const auto* in = reinterpret_cast<const std::byte*>(x.data());
-    std::vector<std::uint16_t> bin_p(m + 1), bin_v(m + 1);
-    std::vector<std::uint32_t> side_p(m + 16), side_v(m + 16);
-    std::uint32_t max_p = 5, max_v = 5;  // a maximum carried in from earlier blocks
-    const std::size_t kp = analysis::detail::scan_block_portable<std::uint32_t>(in, m, split_bits.data(), bin_p.data(),
-                                                                                side_p.data(), max_p);
-    const std::size_t kv = analysis::detail::scan_block_f32_avx512(in, m, split_bits.data(), bin_v.data(),
-                                                                   side_v.data(), max_v);
+    ScanCase sc(m, 100 + m);
+    const std::size_t kp = analysis::detail::scan_block_portable<std::uint32_t>(
+        sc.in(), m, split_bits.data(), sc.bin_p.data(), sc.side_p.data(), sc.max_p);
+    const std::size_t kv = analysis::detail::scan_block_f32_avx512(sc.in(), m, split_bits.data(), sc.bin_v.data(),
+                                                                   sc.side_v.data(), sc.max_v);
     ASSERT_EQ(kp, kv) << m;
-    EXPECT_EQ(bin_p, bin_v) << m;
-    EXPECT_TRUE(std::equal(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp), side_v.begin())) << m;
-    EXPECT_EQ(max_p, max_v) << m;
-    EXPECT_EQ(max_p, std::max(5u, brute_max_finite(x))) << m;
+    EXPECT_EQ(sc.bin_p, sc.bin_v) << m;
+    EXPECT_TRUE(std::equal(sc.side_p.begin(), sc.side_p.begin() + static_cast<std::ptrdiff_t>(kp), sc.side_v.begin()))
+        << m;
+    EXPECT_EQ(sc.max_p, sc.max_v) << m;
+    EXPECT_EQ(sc.max_p, std::max(5u, brute_max_finite(sc.x))) << m;
     // Independently of both: the side list holds exactly the non-zero magnitudes in split bins.
     std::vector<std::uint32_t> want;
     for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t a = x[i] & 0x7fffffffu;
-      EXPECT_EQ(bin_p[i], a == 0 ? C::bins : a >> C::shift) << m << " " << i;
+      const std::uint32_t a = sc.x[i] & 0x7fffffffu;
+      EXPECT_EQ(sc.bin_p[i], a == 0 ? C::bins : a >> C::shift) << m << " " << i;
       if (a != 0 && ((split_bits[(a >> C::shift) / 32] >> ((a >> C::shift) % 32)) & 1u)) want.push_back(a);
     }
-    EXPECT_EQ(std::vector<std::uint32_t>(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp)), want) << m;
+    EXPECT_EQ(std::vector<std::uint32_t>(sc.side_p.begin(), sc.side_p.begin() + static_cast<std::ptrdiff_t>(kp)), want)
+        << m;
     total_side += kp;
   }
   EXPECT_GT(total_side, 100u);  // the side list was exercised
@@ -350,36 +361,34 @@ TEST(ThresholdCounter, AlignedScanEqualsPortableAndTheLayout) {
   const int cut_log2 = 3;
   std::size_t total_side = 0;
   for (const std::size_t m : {0u, 1u, 15u, 16u, 17u, 47u, 1000u, 4096u}) {
-    const std::vector<std::uint32_t> x = awkward_float_values(m, 300 + m);
-    const auto* in = reinterpret_cast<const std::byte*>(x.data());
-    std::vector<std::uint16_t> bin_p(m + 1), bin_v(m + 1);
-    std::vector<std::uint32_t> side_p(m + 16), side_v(m + 16);
-    std::uint32_t max_p = 5, max_v = 5;
+    ScanCase sc(m, 300 + m);
     const std::size_t stride = 2049;
     std::vector<std::uint64_t> hist_p(4 * stride, 1), hist_v(4 * stride, 1);  // counts carried in from earlier blocks
-    const std::size_t kp = analysis::detail::scan_block_aligned_portable(in, m, cuts.data(), 5, cut_log2, bin_p.data(),
-                                                                         {hist_p.data(), stride}, side_p.data(), max_p);
+    const std::size_t kp = analysis::detail::scan_block_aligned_portable(
+        sc.in(), m, cuts.data(), 5, cut_log2, sc.bin_p.data(), {hist_p.data(), stride}, sc.side_p.data(), sc.max_p);
     std::vector<std::uint64_t> want_hist(4 * stride, 1);
-    for (std::size_t i = 0; i < m; ++i) ++want_hist[(i % 4) * stride + bin_p[i]];
+    for (std::size_t i = 0; i < m; ++i) ++want_hist[(i % 4) * stride + sc.bin_p[i]];
     EXPECT_EQ(hist_p, want_hist) << m;
     std::vector<std::uint32_t> want_side;
     for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t a = x[i] & 0x7fffffffu, e = a >> 23, f = a & 0x7fffffu;
+      const std::uint32_t a = sc.x[i] & 0x7fffffffu, e = a >> 23, f = a & 0x7fffffu;
       const std::uint32_t cut = f == 0 ? 0 : f == 1 ? 1 : f < 0x12345 ? 2 : f < 0x7fffff ? 3 : 4;
-      EXPECT_EQ(bin_p[i], (e << cut_log2) + cut) << m << " " << i;
+      EXPECT_EQ(sc.bin_p[i], (e << cut_log2) + cut) << m << " " << i;
       if (a != 0 && e == 0) want_side.push_back(a);
     }
-    EXPECT_EQ(std::vector<std::uint32_t>(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp)), want_side);
-    EXPECT_EQ(max_p, std::max(5u, brute_max_finite(x))) << m;
+    EXPECT_EQ(std::vector<std::uint32_t>(sc.side_p.begin(), sc.side_p.begin() + static_cast<std::ptrdiff_t>(kp)),
+              want_side);
+    EXPECT_EQ(sc.max_p, std::max(5u, brute_max_finite(sc.x))) << m;
     total_side += kp;
     if (!analysis::cpu_has_avx512_scan()) continue;
     const std::size_t kv = analysis::detail::scan_block_aligned_f32_avx512(
-        in, m, cuts.data(), 5, cut_log2, bin_v.data(), {hist_v.data(), stride}, side_v.data(), max_v);
+        sc.in(), m, cuts.data(), 5, cut_log2, sc.bin_v.data(), {hist_v.data(), stride}, sc.side_v.data(), sc.max_v);
     ASSERT_EQ(kp, kv) << m;
-    EXPECT_EQ(bin_p, bin_v) << m;
+    EXPECT_EQ(sc.bin_p, sc.bin_v) << m;
     EXPECT_EQ(hist_p, hist_v) << m;
-    EXPECT_TRUE(std::equal(side_p.begin(), side_p.begin() + static_cast<std::ptrdiff_t>(kp), side_v.begin())) << m;
-    EXPECT_EQ(max_p, max_v) << m;
+    EXPECT_TRUE(std::equal(sc.side_p.begin(), sc.side_p.begin() + static_cast<std::ptrdiff_t>(kp), sc.side_v.begin()))
+        << m;
+    EXPECT_EQ(sc.max_p, sc.max_v) << m;
   }
   EXPECT_GT(total_side, 100u);  // the side list (subnormals) was exercised
 }
