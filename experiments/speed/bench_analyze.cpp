@@ -1,13 +1,15 @@
 // `mpverify analyze` speed on a large float32 .npy against a plain read of
 // the same file in the same run (the goal: at least half of it).
 //
-//   bench_analyze [--bytes N] [--file PATH] [--repeats R] [--seed S] [--threads T1,T2,...]
+//   bench_analyze [--bytes N] [--file PATH] [--repeats R] [--seed S] [--threads T1,T2,...] [--scales S1,S2,...]
 //
 // Writes a float32 .npy of N bytes (default 1 GiB; gradient-like values:
 // seeded normal significands over 2^-40 .. 2^4, 5% exact zeros) to PATH
 // (default /tmp), then alternates R times (default 3), for each thread count
 // T (default 1,2): two plain reads, and analyze_path with T counting threads
-// at 8 power-of-two scales 1, 8, ..., 2^21 into fp16. The plain reads:
+// at 8 power-of-two scales 1, 8, ..., 2^21 into fp16 (or the --scales given:
+// scales that are not powers of two time the counter's coarse layout, see
+// analysis/threshold_counter.h). The plain reads:
 // read(2) of the whole file in 1 MiB pieces into one buffer (one thread, as
 // `cat` or numpy.fromfile read a file: the kernel copies every byte out of
 // the page cache), and, harder to match, T threads each summing the 8-byte
@@ -106,12 +108,21 @@ int main(int argc, char** argv) {
   int repeats = 3;
   std::uint64_t seed = 1;
   std::vector<std::size_t> thread_counts = {1, 2};
+  std::vector<double> scales = {1.0, 8.0, 64.0, 512.0, 4096.0, 32768.0, 262144.0, 2097152.0};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--bytes") bytes = std::stoull(argv[i + 1]);
     else if (a == "--file") file = argv[i + 1];
     else if (a == "--repeats") repeats = std::stoi(argv[i + 1]);
     else if (a == "--seed") seed = std::stoull(argv[i + 1]);
+    else if (a == "--scales") {
+      scales.clear();
+      for (std::size_t p = 0; p < std::strlen(argv[i + 1]);) {
+        std::size_t used = 0;
+        scales.push_back(std::stod(argv[i + 1] + p, &used));
+        p += used + 1;
+      }
+    }
     else if (a == "--threads") {
       thread_counts.clear();
       for (std::size_t p = 0; p < std::strlen(argv[i + 1]);) {
@@ -139,8 +150,7 @@ int main(int argc, char** argv) {
     }
   }
   const double file_bytes = static_cast<double>(std::filesystem::file_size(file));
-  const analysis::SweepPlan plan(formats::parse_format("fp16"),
-                                 {1.0, 8.0, 64.0, 512.0, 4096.0, 32768.0, 262144.0, 2097152.0});
+  const analysis::SweepPlan plan(formats::parse_format("fp16"), scales);
   const std::size_t runs = thread_counts.size();
   std::vector<double> best_read(runs, 1e300), best_analyze(runs, 1e300);
   double best_syscall_read = 1e300;
@@ -175,9 +185,9 @@ int main(int argc, char** argv) {
               syscall_bps / 1e9);
   for (std::size_t c = 0; c < runs; ++c) {
     const double read_bps = file_bytes / best_read[c], analyze_bps = file_bytes / best_analyze[c];
-    std::printf("%zu thread(s): analyze, fp16, 8 scales %.3f s, %.2f GB/s: ratio %.2f to read(2) (goal >= 0.5); "
+    std::printf("%zu thread(s): analyze, fp16, %zu scales %.3f s, %.2f GB/s: ratio %.2f to read(2) (goal >= 0.5); "
                 "sum of the mapped words %.3f s, %.2f GB/s: ratio %.2f to it\n",
-                thread_counts[c], best_analyze[c], analyze_bps / 1e9, analyze_bps / syscall_bps, best_read[c],
+                thread_counts[c], scales.size(), best_analyze[c], analyze_bps / 1e9, analyze_bps / syscall_bps, best_read[c],
                 read_bps / 1e9, analyze_bps / read_bps);
   }
   if (runs > 1)
