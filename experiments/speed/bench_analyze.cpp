@@ -99,6 +99,18 @@ std::uint64_t syscall_read(const std::filesystem::path& file) {
   return check;
 }
 
+// "1,2,4" -> {1, 2, 4}, each item read by `parse(text, &used)` (std::stoul, std::stod).
+template <class T, class Parse>
+std::vector<T> comma_list(const char* text, Parse parse) {
+  std::vector<T> out;
+  for (std::size_t p = 0; p < std::strlen(text);) {
+    std::size_t used = 0;
+    out.push_back(static_cast<T>(parse(text + p, &used)));
+    p += used + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,22 +127,11 @@ int main(int argc, char** argv) {
     else if (a == "--file") file = argv[i + 1];
     else if (a == "--repeats") repeats = std::stoi(argv[i + 1]);
     else if (a == "--seed") seed = std::stoull(argv[i + 1]);
-    else if (a == "--scales") {
-      scales.clear();
-      for (std::size_t p = 0; p < std::strlen(argv[i + 1]);) {
-        std::size_t used = 0;
-        scales.push_back(std::stod(argv[i + 1] + p, &used));
-        p += used + 1;
-      }
-    }
-    else if (a == "--threads") {
-      thread_counts.clear();
-      for (std::size_t p = 0; p < std::strlen(argv[i + 1]);) {
-        std::size_t used = 0;
-        thread_counts.push_back(std::stoul(argv[i + 1] + p, &used));
-        p += used + 1;
-      }
-    }
+    else if (a == "--scales")
+      scales = comma_list<double>(argv[i + 1], [](const char* t, std::size_t* used) { return std::stod(t, used); });
+    else if (a == "--threads")
+      thread_counts =
+          comma_list<std::size_t>(argv[i + 1], [](const char* t, std::size_t* used) { return std::stoul(t, used); });
     else { std::fprintf(stderr, "unknown option %s\n", a.c_str()); return 2; }
   }
   const std::size_t n = bytes / 4;

@@ -223,6 +223,7 @@ void ThresholdCounter<Bits>::count_into(const std::byte* bytes, std::size_t n, s
     const std::size_t m = std::min(block, n - start);
     const std::byte* const in = bytes + start * sizeof(Bits);
     std::size_t k;
+    bool binned = false;  // the aligned scan counts its bins itself
     if constexpr (sizeof(Bits) == 4) {
       const int cut_count = static_cast<int>(cuts_.size());
       if (cut_count != 0) {
@@ -232,8 +233,7 @@ void ThresholdCounter<Bits>::count_into(const std::byte* bytes, std::size_t n, s
                                                                               bin, counts, side, max_finite)
                                       : detail::scan_block_aligned_portable(in, m, cuts_.data(), cut_count, cut_log2_,
                                                                             bin, counts, side, max_finite);
-        count_side(side, k, base_.data(), width_.data(), thresholds_.data(), shift, bucket, bucket_stride_);
-        continue;  // the scan counted the bins
+        binned = true;
       } else {
         k = path_ == ScanPath::avx512 ? detail::scan_block_f32_avx512(in, m, split_bits_.data(), bin, side, max_finite)
                                       : detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
@@ -241,10 +241,12 @@ void ThresholdCounter<Bits>::count_into(const std::byte* bytes, std::size_t n, s
     } else {
       k = detail::scan_block_portable(in, m, split_bits_.data(), bin, side, max_finite);
     }
-    std::size_t i = 0;
-    for (; i + tables <= m; i += tables)
-      for (std::size_t t = 0; t < tables; ++t) ++hist[t * stride + bin[i + t]];
-    for (; i < m; ++i) ++hist[bin[i]];
+    if (!binned) {
+      std::size_t i = 0;
+      for (; i + tables <= m; i += tables)
+        for (std::size_t t = 0; t < tables; ++t) ++hist[t * stride + bin[i + t]];
+      for (; i < m; ++i) ++hist[bin[i]];
+    }
     count_side(side, k, base_.data(), width_.data(), thresholds_.data(), shift, bucket, bucket_stride_);
   }
 }
