@@ -413,6 +413,25 @@ TEST(GemmEmuFp16Tiles, CraftedStepsMatchThePortableLoop) {
   EXPECT_EQ(r.counts.nonfinite_in, 0u);                    // every tile stayed on the finite path
 }
 
+// Sums that wander around fp16's smallest normal 2^-14 with full-width low
+// bits: products of random fp16 values near 2^-7 (22 significant bits, so the
+// float sum's low 12 bits are rarely all zero) take the counted step's fast
+// test on lanes whose x is subnormal in fp16 (underflow, subnormal results)
+// or just above 2^-14, where that test must hand them to the exact step.
+TEST(GemmEmuFp16Tiles, SumsNearTheSmallestNormalMatchThePortableLoop) {
+  const GemmShape s{8, 64, 200};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> magnitude(0x1p-8f, 0x1p-6f);
+  std::bernoulli_distribution negative(0.5);
+  std::vector<float> a(s.a_size()), b(s.b_size());
+  for (auto* v : {&a, &b})
+    for (auto& x : *v) x = (negative(rng) ? -1.0f : 1.0f) * magnitude(rng);
+  const Both r = expect_simd_equals_portable(s, a, b, "near 2^-14");
+  EXPECT_GT(r.counts.subnormal, r.counts.elements / 20);  // the band was crossed often
+  EXPECT_GT(r.counts.underflow, 0u);
+  EXPECT_EQ(r.counts.nonfinite_in, 0u);
+}
+
 // Small integers: most sums exact (the counted step reads exactness off the
 // low bits), zero products, cancellations to an exact zero, and past 2048
 // ties and swamping. Then the same with one row of a tile overflowing to inf

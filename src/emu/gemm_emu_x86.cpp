@@ -13,6 +13,9 @@
 // exact iff rd == ru; RO(x) = RZ(x) with its last bit set when inexact.
 // Products of fp16 values are exact in float and every such x is 0 or at
 // least 2^-48, far above float's subnormals, so nothing else rounds.
+// That is fp16_step, the exact step for any vector; a tile takes a cheaper
+// one (an FMA to nearest) for the vectors where it provably gives the same
+// bits and counts (see fp16_tile).
 // Counts mirror accumulate_fp16 in gemm_emu.cpp exactly (a test compares).
 #include "emu/gemm_emu_simd.h"
 #include "emu/quantize_simd.h"
@@ -127,24 +130,31 @@ __attribute__((target("avx512f"))) void add_lanes(const LaneCounts& n, std::uint
   c.swamped += sum(n.swamped);
 }
 
-// The counted step in a tile, cheaper than fp16_step. Every tile runs first
-// on the assumption that all its accumulators stay finite, and is run again
-// with fp16_step throughout when one ends non-finite: an x beyond 65520
-// rounds to inf, and from inf or NaN every later x is inf or NaN, so a tile
-// whose accumulators end finite had every x finite with |x| < 65520, every
-// a, b and c finite. Under that assumption:
-//  - addends_nonzero: a*b is exact, so a*b != 0 iff a != 0 and b != 0: per
-//    tile, the sum over k of [a != 0] times the non-zero b of the row,
-//    counted outside the k loop (fp16_tile);
-//  - swamped: where a*b == 0, x = c and the result equals c (-0 + +0 = +0
-//    compares equal to -0), so swamped = #(result == c) - #(a*b == 0);
-//  - a vector whose lanes all have |odd| >= 2^-14 (odd is within a float ulp
-//    of x: x is not tiny, and the result is normal) counts nothing but
-//    inexact and result == c, and there both are read off the bits: the
-//    result is exact iff odd is an fp16 value, i.e. its low 13 bits are zero
-//    (no lower bit survives in a normal fp16 value, and an inexact x leaves
-//    the last bit of odd set); result == c iff their fp16 bits are equal (no
-//    zeros, no NaN). Other vectors (rare) count as fp16_step does.
+// The step in a tile, cheaper than fp16_step. x = fl32(a*b + c) in one FMA
+// (round to nearest) already gives fl16(a*b + c) = fl16(x) unless x is an
+// fp16 rounding midpoint: rounding is monotone and the midpoints (the
+// overflow bound 65520 among them) are floats, so x lies strictly between
+// the same two midpoints as a*b + c. Midpoints and fp16 values have their
+// low 12 bits zero: normal ones keep 10 fraction bits and at most one more
+// of float's 23; in fp16's subnormal range (|x| < 2^-14) they are multiples
+// of 2^-25 and float's ulp there is at most 2^-38. So a vector whose lanes
+// all have a non-zero low 12 bits (the "common" vector) takes the FMA's
+// x; any other vector takes fp16_step (round to odd). This holds whatever
+// the range: the wider test below is for the counts alone.
+//
+// Counting, a common vector whose lanes also have |x| >= 2^-14 (so the
+// results are normal or inf) counts on three facts:
+//  - every lane is inexact: x is no fp16 value, so neither is a*b + c (it
+//    would be a float, and x would be it);
+//  - every lane has an addend: a*b == 0 makes x = c, an fp16 value;
+//  - nothing is tiny, subnormal or zero: |x| > 2^-14 (x is not 2^-14, whose
+//    low bits are zero), and 2^-14 is a float, so |a*b + c| > 2^-14 too.
+// Overflow and NaN are left to the tile's check: every tile runs first on
+// the assumption that its accumulators stay finite and is run again with
+// fp16_step throughout when one ends non-finite (an x beyond 65520 rounds to
+// inf, and from inf or NaN every later x is inf or NaN, so a tile whose
+// accumulators end finite had every a, b, c and x finite). What remains is
+// swamping, result == c, read off equal fp16 bits (no zeros, no NaN).
 // The lane counts of equal fp16 bits are 16-bit: a lane takes at most 2R per
 // k step, so they are widened every kBlock k steps.
 constexpr int kBlock = 4096;
@@ -158,19 +168,30 @@ __attribute__((target("avx512f"))) inline bool all_finite(__m512 v) {
   return _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ) == 0xffff;
 }
 
+// The lanes of x = fl32(a*b + c) whose fp16 rounding is fl16(a*b + c) and,
+// when counting, whose |x| >= 2^-14 too (compared on the bits shifted past
+// the sign; inf and NaN pass: the tile's finiteness check catches them).
+template <bool Count>
+__attribute__((target("avx512f"))) inline __mmask16 common_lanes(__m512i x_bits) {
+  const __mmask16 off_grid = _mm512_test_epi32_mask(x_bits, _mm512_set1_epi32(0xfff));
+  if constexpr (!Count) return off_grid;
+  constexpr std::uint32_t min_normal = 0x38800000u << 1;
+  return _mm512_mask_cmpge_epu32_mask(off_grid, _mm512_slli_epi32(x_bits, 1),
+                                      _mm512_set1_epi32(static_cast<int>(min_normal)));
+}
+
 // One tile of R rows x 32 columns, accumulators in registers for the whole k
 // loop. a_rows: the R rows of A; panel: the tile's 32 columns of B, packed
-// (k rows of 32); nonzero_b: per k, how many of those 32 are non-zero.
-// Exact: fp16_step for every step. Returns false (and stores and counts
-// nothing) when counting, not Exact, and an accumulator ends non-finite.
+// (k rows of 32). Exact: fp16_step for every step. Returns false (and stores
+// and counts nothing) when counting, not Exact, and an accumulator ends
+// non-finite. (Without counting, the common vectors need no finiteness.)
 template <bool Count, int R, bool Exact>
-__attribute__((target("avx512f,avx2,popcnt"))) bool fp16_tile(const float* a_rows, const float* panel,
-                                                              const std::uint8_t* nonzero_b, float* acc, int n, int k,
-                                                              Counters* counters) {
+__attribute__((target("avx512f,avx2"))) bool fp16_tile(const float* a_rows, const float* panel, float* acc, int n,
+                                                       int k, Counters* counters) {
   static_assert(2 * R * kBlock < (1 << 16));
   LaneCounts lanes;
   clear(lanes);
-  std::uint64_t exact_lanes = 0, rare_vectors = 0;
+  std::uint64_t rare_vectors = 0;
   __m256i equal16 = _mm256_setzero_si256();
   __m512 c[R][2];
   __m256i h[R][2];  // the fp16 bits of c (counting only)
@@ -186,33 +207,22 @@ __attribute__((target("avx512f,avx2,popcnt"))) bool fp16_tile(const float* a_row
         const __m512 a = _mm512_set1_ps(a_rows[static_cast<std::size_t>(r) * k + kk]);
 #pragma GCC unroll 2
         for (int v = 0; v < 2; ++v) {
-          if constexpr (Exact || !Count) {
+          if constexpr (Exact) {
             c[r][v] = fp16_step<Count>(a, b[v], c[r][v], lanes);
           } else {
-            __m512 rd, ru;
-            const __m512 odd = round_to_odd(a, b[v], c[r][v], rd, ru);
-            const __m256i hn = _mm512_cvtps_ph(odd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m512 result = _mm512_cvtph_ps(hn);
-            const __m512i odd_bits = _mm512_castps_si512(odd);
-            // |odd| >= 2^-14 on the bits shifted past the sign (NaN and inf
-            // pass: the tile is run again)
-            constexpr std::uint32_t min_normal = 0x38800000u << 1;
-            if (__builtin_expect(_mm512_cmpge_epu32_mask(_mm512_slli_epi32(odd_bits, 1),
-                                                         _mm512_set1_epi32(static_cast<int>(min_normal))) == 0xffff,
-                                 1)) {
-              // kmov + popcnt: scalar ports, cheaper here than a lane counter (measured)
-              exact_lanes += static_cast<unsigned>(
-                  __builtin_popcount(_mm512_testn_epi32_mask(odd_bits, _mm512_set1_epi32(0x1fff))));
-              equal16 = _mm256_sub_epi16(equal16, _mm256_cmpeq_epi16(hn, h[r][v]));  // -1 per equal lane
+            const __m512 x = _mm512_fmadd_ps(a, b[v], c[r][v]);
+            if (__builtin_expect(common_lanes<Count>(_mm512_castps_si512(x)) == 0xffff, 1)) {
+              const __m256i hn = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+              c[r][v] = _mm512_cvtph_ps(hn);
+              if constexpr (Count) {
+                equal16 = _mm256_sub_epi16(equal16, _mm256_cmpeq_epi16(hn, h[r][v]));  // -1 per equal lane
+                h[r][v] = hn;
+              }
             } else {
               ++rare_vectors;
-              const __mmask16 inexact = _mm512_cmp_ps_mask(result, odd, _CMP_NEQ_OQ);
-              bump(lanes.inexact, inexact);
-              bump(lanes.swamped, _mm512_cmp_ps_mask(result, c[r][v], _CMP_EQ_OQ));
-              count_out_of_range(rd, ru, odd, result, inexact, lanes);
+              c[r][v] = fp16_step<Count>(a, b[v], c[r][v], lanes);
+              if constexpr (Count) h[r][v] = _mm512_cvtps_ph(c[r][v], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             }
-            c[r][v] = result;
-            h[r][v] = hn;
           }
         }
       }
@@ -231,13 +241,10 @@ __attribute__((target("avx512f,avx2,popcnt"))) bool fp16_tile(const float* a_row
     const std::uint64_t steps = static_cast<std::uint64_t>(R) * 32 * static_cast<std::uint64_t>(k);
     add_lanes(lanes, steps, *counters);
     if constexpr (!Exact) {
-      std::uint64_t addends = 0;
-      for (int r = 0; r < R; ++r)
-        for (int kk = 0; kk < k; ++kk) addends += a_rows[static_cast<std::size_t>(r) * k + kk] != 0.0f ? nonzero_b[kk] : 0;
-      const std::uint64_t common_vectors = static_cast<std::uint64_t>(2 * R) * static_cast<std::uint64_t>(k) - rare_vectors;
-      counters->inexact += common_vectors * 16 - exact_lanes;
-      counters->addends_nonzero += addends;
-      counters->swamped -= steps - addends;  // lanes.swamped counted every result == c
+      const std::uint64_t common_lanes_total =
+          (static_cast<std::uint64_t>(2 * R) * static_cast<std::uint64_t>(k) - rare_vectors) * 16;
+      counters->inexact += common_lanes_total;
+      counters->addends_nonzero += common_lanes_total;
     }
   }
   return true;
@@ -249,23 +256,18 @@ __attribute__((target("avx512f,avx2,popcnt"))) bool fp16_tile(const float* a_row
 // tile; a tile adds at most 2R * k to a lane, so the caller keeps k < 2^28
 // (R <= 8).
 template <bool Count, int R>
-__attribute__((target("avx512f,avx2,popcnt"))) void fp16_tiles(const float* A, const float* B, float* acc, int m,
-                                                               int n_whole, int n, int k, Counters* counters) {
+__attribute__((target("avx512f,avx2"))) void fp16_tiles(const float* A, const float* B, float* acc, int m,
+                                                        int n_whole, int n, int k, Counters* counters) {
   std::vector<float> panel(static_cast<std::size_t>(k) * 32);
-  std::vector<std::uint8_t> nonzero_b(static_cast<std::size_t>(k));
   for (int j0 = 0; j0 < n_whole; j0 += 32) {
-    for (int kk = 0; kk < k; ++kk) {
-      const float* row = B + static_cast<std::size_t>(kk) * n + j0;
-      std::memcpy(&panel[static_cast<std::size_t>(kk) * 32], row, 32 * sizeof(float));
-      int nonzero = 0;
-      for (int j = 0; j < 32; ++j) nonzero += row[j] != 0.0f;
-      nonzero_b[static_cast<std::size_t>(kk)] = static_cast<std::uint8_t>(nonzero);
-    }
+    for (int kk = 0; kk < k; ++kk)
+      std::memcpy(&panel[static_cast<std::size_t>(kk) * 32], B + static_cast<std::size_t>(kk) * n + j0,
+                  32 * sizeof(float));
     for (int i0 = 0; i0 + R <= m; i0 += R) {
       const float* a_rows = A + static_cast<std::size_t>(i0) * k;
       float* out = acc + static_cast<std::size_t>(i0) * n + j0;
-      if (!fp16_tile<Count, R, false>(a_rows, panel.data(), nonzero_b.data(), out, n, k, counters))
-        fp16_tile<Count, R, true>(a_rows, panel.data(), nonzero_b.data(), out, n, k, counters);
+      if (!fp16_tile<Count, R, false>(a_rows, panel.data(), out, n, k, counters))
+        fp16_tile<Count, R, true>(a_rows, panel.data(), out, n, k, counters);
     }
   }
 }
