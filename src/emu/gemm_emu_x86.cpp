@@ -138,23 +138,32 @@ __attribute__((target("avx512f"))) void add_lanes(const LaneCounts& n, std::uint
 // low 12 bits zero: normal ones keep 10 fraction bits and at most one more
 // of float's 23; in fp16's subnormal range (|x| < 2^-14) they are multiples
 // of 2^-25 and float's ulp there is at most 2^-38. So a vector whose lanes
-// all have a non-zero low 12 bits (the "common" vector) takes the FMA's
-// x; any other vector takes fp16_step (round to odd). This holds whatever
-// the range: the wider test below is for the counts alone.
+// all have a non-zero low 12 bits, or a zero factor (a == 0 or b == 0: then
+// x = c exactly, unless the other factor is inf or NaN and x is NaN, which
+// the conversion pair gives as fp16_step does), takes the FMA's x: the
+// "common" vector. Any other vector takes fp16_step (round to odd). This
+// holds whatever the range: the wider test below is for the counts alone.
+// Zero factors are common in real operands (padding and ReLU zeros in an
+// im2col matrix or a gradient) and would otherwise send most vectors of a
+// convolution to fp16_step.
 //
 // Counting, a common vector whose lanes also have |x| >= 2^-14 (so the
 // results are normal or inf) counts on three facts:
-//  - every lane is inexact: x is no fp16 value, so neither is a*b + c (it
-//    would be a float, and x would be it);
-//  - every lane has an addend: a*b == 0 makes x = c, an fp16 value;
+//  - a lane with non-zero factors has an addend and is inexact: x is no
+//    fp16 value, so neither is a*b + c (it would be a float, and x would
+//    be it);
+//  - a lane with a zero factor has neither, and its result is c;
 //  - nothing is tiny, subnormal or zero: |x| > 2^-14 (x is not 2^-14, whose
 //    low bits are zero), and 2^-14 is a float, so |a*b + c| > 2^-14 too.
+// A vector with a zero factor fails the low-bits test first; only then are
+// its zero factors looked up, so dense operands pay nothing for them.
 // Overflow and NaN are left to the tile's check: every tile runs first on
 // the assumption that its accumulators stay finite and is run again with
 // fp16_step throughout when one ends non-finite (an x beyond 65520 rounds to
 // inf, and from inf or NaN every later x is inf or NaN, so a tile whose
 // accumulators end finite had every a, b, c and x finite). What remains is
-// swamping, result == c, read off equal fp16 bits (no zeros, no NaN).
+// swamping, result == c, read off equal fp16 bits (no zeros, no NaN), less
+// the zero-factor lanes, whose result is c without an addend.
 // The lane counts of equal fp16 bits are 16-bit: a lane takes at most 2R per
 // k step, so they are widened every kBlock k steps.
 constexpr int kBlock = 4096;
@@ -168,12 +177,13 @@ __attribute__((target("avx512f"))) inline bool all_finite(__m512 v) {
   return _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ) == 0xffff;
 }
 
-// The lanes of x = fl32(a*b + c) whose fp16 rounding is fl16(a*b + c) and,
-// when counting, whose |x| >= 2^-14 too (compared on the bits shifted past
-// the sign; inf and NaN pass: the tile's finiteness check catches them).
+// The lanes of x = fl32(a*b + c) whose fp16 rounding is fl16(a*b + c) (off
+// the grid, or a zero factor) and, when counting, whose |x| >= 2^-14 too
+// (compared on the bits shifted past the sign; inf and NaN pass: the tile's
+// finiteness check catches them).
 template <bool Count>
-__attribute__((target("avx512f"))) inline __mmask16 common_lanes(__m512i x_bits) {
-  const __mmask16 off_grid = _mm512_test_epi32_mask(x_bits, _mm512_set1_epi32(0xfff));
+__attribute__((target("avx512f"))) inline __mmask16 common_lanes(__m512i x_bits, __mmask16 zero_factor) {
+  const __mmask16 off_grid = _mm512_test_epi32_mask(x_bits, _mm512_set1_epi32(0xfff)) | zero_factor;
   if constexpr (!Count) return off_grid;
   constexpr std::uint32_t min_normal = 0x38800000u << 1;
   return _mm512_mask_cmpge_epu32_mask(off_grid, _mm512_slli_epi32(x_bits, 1),
@@ -186,12 +196,12 @@ __attribute__((target("avx512f"))) inline __mmask16 common_lanes(__m512i x_bits)
 // and counts nothing) when counting, not Exact, and an accumulator ends
 // non-finite. (Without counting, the common vectors need no finiteness.)
 template <bool Count, int R, bool Exact>
-__attribute__((target("avx512f,avx2"))) bool fp16_tile(const float* a_rows, const float* panel, float* acc, int n,
-                                                       int k, Counters* counters) {
+__attribute__((target("avx512f,avx2,popcnt"))) bool fp16_tile(const float* a_rows, const float* panel, float* acc,
+                                                              int n, int k, Counters* counters) {
   static_assert(2 * R * kBlock < (1 << 16));
   LaneCounts lanes;
   clear(lanes);
-  std::uint64_t rare_vectors = 0;
+  std::uint64_t rare_vectors = 0, zero_factor_lanes = 0;  // the latter in common vectors
   __m256i equal16 = _mm256_setzero_si256();
   __m512 c[R][2];
   __m256i h[R][2];  // the fp16 bits of c (counting only)
@@ -211,7 +221,15 @@ __attribute__((target("avx512f,avx2"))) bool fp16_tile(const float* a_rows, cons
             c[r][v] = fp16_step<Count>(a, b[v], c[r][v], lanes);
           } else {
             const __m512 x = _mm512_fmadd_ps(a, b[v], c[r][v]);
-            if (__builtin_expect(common_lanes<Count>(_mm512_castps_si512(x)) == 0xffff, 1)) {
+            __mmask16 common = common_lanes<Count>(_mm512_castps_si512(x), 0);
+            if (__builtin_expect(common != 0xffff, 0)) {  // unless the other lanes have a zero factor
+              const __m512 zero = _mm512_setzero_ps();
+              const __mmask16 zero_factor =
+                  _mm512_cmp_ps_mask(a, zero, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(b[v], zero, _CMP_EQ_OQ);
+              common = common_lanes<Count>(_mm512_castps_si512(x), zero_factor);
+              if (common == 0xffff) zero_factor_lanes += static_cast<unsigned>(__builtin_popcount(zero_factor));
+            }
+            if (__builtin_expect(common == 0xffff, 1)) {
               const __m256i hn = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
               c[r][v] = _mm512_cvtph_ps(hn);
               if constexpr (Count) {
@@ -243,8 +261,9 @@ __attribute__((target("avx512f,avx2"))) bool fp16_tile(const float* a_rows, cons
     if constexpr (!Exact) {
       const std::uint64_t common_lanes_total =
           (static_cast<std::uint64_t>(2 * R) * static_cast<std::uint64_t>(k) - rare_vectors) * 16;
-      counters->inexact += common_lanes_total;
-      counters->addends_nonzero += common_lanes_total;
+      counters->inexact += common_lanes_total - zero_factor_lanes;
+      counters->addends_nonzero += common_lanes_total - zero_factor_lanes;
+      counters->swamped -= zero_factor_lanes;  // lanes.swamped counted every result == c
     }
   }
   return true;
@@ -256,7 +275,7 @@ __attribute__((target("avx512f,avx2"))) bool fp16_tile(const float* a_rows, cons
 // tile; a tile adds at most 2R * k to a lane, so the caller keeps k < 2^28
 // (R <= 8).
 template <bool Count, int R>
-__attribute__((target("avx512f,avx2"))) void fp16_tiles(const float* A, const float* B, float* acc, int m,
+__attribute__((target("avx512f,avx2,popcnt"))) void fp16_tiles(const float* A, const float* B, float* acc, int m,
                                                         int n_whole, int n, int k, Counters* counters) {
   std::vector<float> panel(static_cast<std::size_t>(k) * 32);
   for (int j0 = 0; j0 < n_whole; j0 += 32) {
