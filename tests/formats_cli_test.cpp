@@ -94,4 +94,16 @@ TEST(Cli, BadArgumentsGiveOneLineNamingThemAndExit2) {
   }
 }
 
+// A parse error names the command, and points to that command's help (where
+// the missing or wrong option is described), not to the top-level list.
+TEST(Cli, ParseErrorsPointToTheCommandsHelp) {
+  const auto r = run_command(cli("analyze /nonexistent.npy"), "", /*with_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("mpverify analyze: error: --format is required"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(see 'mpverify analyze --help')"), std::string::npos) << r.out;
+  const auto top = run_command(cli("--bogus"), "", /*with_stderr=*/true);
+  EXPECT_EQ(top.exit_code, 2);
+  EXPECT_NE(top.out.find("(see 'mpverify --help')"), std::string::npos) << top.out;
+}
+
 }  // namespace

@@ -51,6 +51,20 @@ TEST(OpsCli, ActivationsForwardAndBackward) {
   }
 }
 
+// One side alone compares nothing: the text says so instead of printing a
+// table header over no rows, and the JSON has no pair.
+TEST(OpsCli, OneSideAloneSaysNoPairWasCompared) {
+  const auto r = run_command(ops("--op gemm --shape m=4,n=4,k=4 --backends ref"), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("no pair compared: fewer than two sides ran"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("max_abs_error"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(run_command(ops("--op gemm --shape m=4,n=4,k=4 --backends ref --json"), "").out);
+  EXPECT_TRUE(j["pairs"].empty());
+  const auto two = run_command(ops("--op gemm --shape m=4,n=4,k=4 --backends ref,emu"), "");
+  EXPECT_NE(two.out.find("max_abs_error"), std::string::npos) << two.out;
+  EXPECT_EQ(two.out.find("no pair compared"), std::string::npos) << two.out;
+}
+
 TEST(OpsCli, SameSeedSameOutput) {
   const std::string cmd = ops("--op gemm --shape m=5,n=5,k=5 --backends ref,emu --json --seed 4");
   EXPECT_EQ(run_command(cmd, "").out, run_command(cmd, "").out);

@@ -79,6 +79,18 @@ TEST(ReplayScalersCli, MalformedTraceExits2WithTheLineAndNoOutput) {
   EXPECT_NE(amax.out.find("line 2"), std::string::npos) << amax.out;
 }
 
+// A trace with no step (empty, or only comments) is a mistake, not a replay
+// of nothing: exit 2 naming it.
+TEST(ReplayScalersCli, EmptyTraceExits2) {
+  for (const char* input : {"", "# only a comment\n\n"}) {
+    const auto quiet = run_command(replay("--trace - --strategies torch --json"), input);
+    EXPECT_EQ(quiet.exit_code, 2);
+    EXPECT_EQ(quiet.out, "");
+    const auto loud = run_command(replay("--trace - --strategies torch"), input, true);
+    EXPECT_NE(loud.out.find("no steps"), std::string::npos) << loud.out;
+  }
+}
+
 TEST(ReplayScalersCli, BadArgumentsExit2WithNoOutput) {
   for (const char* args :
        {"--trace - --strategies tensorflow", "--trace - --strategies torch --strategy-opt torch.bogus=1",

@@ -49,8 +49,11 @@ int main(int argc, char** argv) {
     std::cout << root.help("", CLI::AppFormatMode::All);
     return 0;
   } catch (const CLI::ParseError& e) {
-    // One line naming what is wrong; exit code 2 for every usage error.
-    std::cerr << "mpverify: error: " << e.what() << " (see 'mpverify --help')\n";
+    // One line naming what is wrong, and the command whose help says how to
+    // fix it; exit code 2 for every usage error.
+    const std::string command = argc > 1 && argv[1][0] != '-' ? std::string(argv[1]) : std::string();
+    const std::string prefix = command.empty() ? "mpverify" : "mpverify " + command;
+    std::cerr << prefix << ": error: " << e.what() << " (see '" << prefix << " --help')\n";
     return 2;
   }
   for (const Command& c : commands) {

@@ -52,7 +52,12 @@ int report(const std::string& op, const OpResult& r, std::uint64_t seed, bool js
     if (!s.ran) json_sides.back()["reason"] = s.reason;
     text += s.name + (s.ran ? ": ran\n" : ": skipped, " + s.reason + "\n");
   }
-  text += "\npair      tensor    max_abs_error  relative_error  bit_identical  max_ulp(output)  tolerance            used\n";
+  std::size_t sides_ran = 0;
+  for (const Side& s : r.sides) sides_ran += s.ran;
+  if (sides_ran < 2)  // nothing to compare: say so rather than print an empty table
+    text += "\nno pair compared: fewer than two sides ran\n";
+  else
+    text += "\npair      tensor    max_abs_error  relative_error  bit_identical  max_ulp(output)  tolerance            used\n";
   bool all_passed = true;
   char line[512];
   for (std::size_t i = 0; i < r.sides.size(); ++i)

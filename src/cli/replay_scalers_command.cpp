@@ -190,6 +190,10 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) 
         if (!in) throw UsageError("--trace: cannot read '" + o->trace + "'");
         trace = training::parse_trace(in);
       }
+      if (trace.empty())
+        throw UsageError("--trace " + o->trace +
+                         ": no steps (every line blank or a comment); a trace has one step per line, a found_inf "
+                         "flag (0 or 1) or an amax");
       std::vector<Replay> replays;
       for (std::size_t s = 0; s < names.size(); ++s) replays.push_back(training::replay(*scalers[s], trace, names[s]));
       if (o->json)
