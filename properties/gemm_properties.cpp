@@ -1,15 +1,18 @@
 // Properties of the emulated GEMM: exactness on integer inputs, the
-// tensor-core model's reduction to fp32 accumulation, and the size of the
-// effect of summation order.
+// tensor-core model's reduction to fp32 accumulation, the size of the
+// effect of summation order, and the fp16-accumulation tiles' agreement with
+// the portable loop on adversarial inputs.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
 #include "check_count.h"
+#include "emu/counters.h"
 #include "emu/gemm_emu.h"
 #include "emu/quantize.h"
 #include "refs/gemm_ref.h"
@@ -111,6 +114,70 @@ RC_GTEST_PROP(GemmProperties, PermutingKStaysWithinTheBound, ()) {
       RC_ASSERT(std::fabs(static_cast<double>(c[ij]) - cp[ij]) <= 2 * gamma * abs_ab);
     }
   RC_CLASSIFY(c != cp, "order changed the result");
+  checks.count();
+}
+
+// fp16 values for the tiles' property, one family per case, each aimed at a
+// branch of the tile's step: any finite fp16 (subnormals, overflow to inf and
+// on to NaN through inf - inf), small integers (exact sums, ties past 2048,
+// fp16 midpoints), few significant bits (midpoints), ReLU-like zeros of
+// either sign (the zero-factor test), values near 2^-7 (sums around 2^-14),
+// and a mix of tiny and large values (swamping). No NaN input: which NaN a
+// NaN operand propagates may differ (README, "The emulated GEMM").
+std::vector<float> tile_inputs(int family, std::size_t n) {
+  auto fp16_bits = [](int exponent_lo, int exponent_hi) {
+    return rc::gen::apply(
+        [](bool negative, int exponent, int fraction) {
+          const double magnitude =
+              exponent == 0 ? std::ldexp(fraction, -24) : std::ldexp(1024 + fraction, exponent - 25);
+          return static_cast<float>(negative ? -magnitude : magnitude);
+        },
+        rc::gen::arbitrary<bool>(), rc::gen::inRange(exponent_lo, exponent_hi + 1), rc::gen::inRange(0, 1024));
+  };
+  auto signed_zero = rc::gen::element(0.0f, -0.0f);
+  switch (family) {
+    case 0: return *rc::gen::container<std::vector<float>>(n, fp16_bits(0, 30));
+    case 1: return *rc::gen::container<std::vector<float>>(n, rc::gen::map(rc::gen::inRange(-64, 65), [](int v) {
+                     return static_cast<float>(v);
+                   }));
+    case 2: return *rc::gen::container<std::vector<float>>(n, rc::gen::apply([](int m, int e) {
+                     return static_cast<float>(std::ldexp(m, e));
+                   }, rc::gen::inRange(-7, 8), rc::gen::inRange(-12, 4)));
+    case 3: return *rc::gen::container<std::vector<float>>(
+        n, rc::gen::weightedOneOf<float>({{1, signed_zero}, {1, fp16_bits(10, 18)}}));
+    case 4: return *rc::gen::container<std::vector<float>>(n, fp16_bits(7, 9));
+    default: return *rc::gen::container<std::vector<float>>(
+        n, rc::gen::weightedOneOf<float>({{4, fp16_bits(1, 12)}, {1, fp16_bits(20, 26)}}));
+  }
+}
+
+// The AVX-512 fp16-accumulation tiles (counted and uncounted) against the
+// portable loop: the same bits and the same counts, on shapes that give whole
+// tiles (4 x 32) and remainders. On a CPU without AVX-512 both sides are the
+// portable loop and the property holds trivially.
+RC_GTEST_PROP(GemmProperties, Fp16TilesEqualThePortableLoop, ()) {
+  auto& checks = expect_checks(100);
+  const GemmShape s{*rc::gen::inRange(4, 14), *rc::gen::inRange(32, 80), *rc::gen::inRange(1, 300)};
+  const int family_a = *rc::gen::inRange(0, 6), family_b = *rc::gen::inRange(0, 6);
+  const auto a = tile_inputs(family_a, s.a_size()), b = tile_inputs(family_b, s.b_size());
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp16;
+  std::vector<float> tiles(s.c_size()), uncounted(s.c_size()), portable(s.c_size());
+  emu::CounterSet tile_counts, portable_counts;
+  emu::gemm_emu(s, a, b, tiles, policy, &tile_counts);
+  emu::gemm_emu(s, a, b, uncounted, policy);
+  policy.simd = false;
+  emu::gemm_emu(s, a, b, portable, policy, &portable_counts);
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> out(v.size());
+    std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::bit_cast<std::uint32_t>(x); });
+    return out;
+  };
+  RC_ASSERT(bits(tiles) == bits(portable));
+  RC_ASSERT(bits(uncounted) == bits(portable));
+  RC_ASSERT(*tile_counts.find("gemm.accumulate") == *portable_counts.find("gemm.accumulate"));
+  RC_CLASSIFY(portable_counts.find("gemm.accumulate")->swamped > 0, "swamping");
+  RC_CLASSIFY(portable_counts.find("gemm.accumulate")->subnormal > 0, "subnormal results");
   checks.count();
 }
 
