@@ -97,6 +97,25 @@ TEST(ActivationRef, DerivativeMatchesFiniteDifferences) {
   EXPECT_EQ(checked, 4 * 4001);
 }
 
+// Where |x| is large, 1 - tanh^2 and s (1 - s) cancel; the reference's
+// derivative must keep its relative accuracy there, since dy up to 65504
+// carries f' down to 2^-40 into fp16's range. The true values come from long
+// double (64-bit significand): 1 - tanhl(x)^2 errs by about 2^-64 / f', at
+// most 4e-8 relative for f' >= 2.8e-12 (tanh up to x = 14, sigmoid up to
+// x = 26); the cancelling double forms err by 2^-53 / f', about 1e-4 there.
+TEST(ActivationRef, DerivativeKeepsItsRelativeAccuracyForLargeInputs) {
+  for (const double x : {5.0, 8.0, 10.0, 12.0, 14.0, -14.0}) {
+    const long double t = tanhl(static_cast<long double>(x));
+    const double truth = static_cast<double>(1.0L - t * t);
+    EXPECT_NEAR(refs::activation_derivative_fp64({Activation::tanh}, x) / truth, 1.0, 1e-6) << "tanh x=" << x;
+  }
+  for (const double x : {10.0, 18.0, 22.0, 26.0, -26.0}) {
+    const long double s = 1.0L / (1.0L + expl(-static_cast<long double>(x)));
+    const double truth = static_cast<double>(s * (1.0L - s));
+    EXPECT_NEAR(refs::activation_derivative_fp64({Activation::sigmoid}, x) / truth, 1.0, 1e-6) << "sigmoid x=" << x;
+  }
+}
+
 TEST(ActivationEmu, UnderflowAndOverflowAreCounted) {
   // sigmoid(-20) = 2.06e-9, below half of fp16's smallest subnormal 2^-24
   // (5.96e-8): rounds to zero. sigmoid(-17) = 4.14e-8 lies between 2^-25 and
@@ -141,8 +160,9 @@ TEST(ActivationEmu, MismatchedSizesAreRejected) {
 }
 
 // CUDA's tanhf and expf err by at most 2 fp32 ulps (CUDA C Programming Guide,
-// "Mathematical functions"), and the sigmoid's division and 1 + e^x add a
-// few more: under 2^-20 relative, far below half an fp16 ulp (2^-11), so the
+// "Mathematical functions"), and the sigmoid's division and 1 + e^x (the
+// derivatives' e / (1 + e)^2 forms, which do not cancel) add a few more:
+// under 2^-20 relative, far below half an fp16 ulp (2^-11), so the
 // fp16 rounding of the GPU's fp32 value is the correctly rounded fp16 value or
 // its neighbour: within 1 ulp of the emulator.
 TEST(ActivationGpu, WithinOneUlpOfTheEmulator) {
