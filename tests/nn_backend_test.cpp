@@ -670,7 +670,7 @@ TEST(GpuBackend, RejectsWhatTheCudaOpsCannotRun) {
                   "bias_add_backward", "sums in fp32", "fp16 accumulation");
 
   const refs::ActivationParams act{refs::Activation::relu};
-  for (const emu::ElementwisePolicy& p : {emu::ElementwisePolicy{kFp32, kFp32}, emu::ElementwisePolicy{kBf16, kFp32},
+  for (const emu::ElementwisePolicy& p : {emu::ElementwisePolicy{kFp32, kFp16}, emu::ElementwisePolicy{kBf16, kFp32},
                                           emu::ElementwisePolicy{kFp16, kE4m3}}) {
     const std::string name = p.input.name + " -> " + p.output.name;
     expect_rejected([&] { gpu_backend.activation(act, in.x, out, p, nullptr); }, "activation", "fp16", name);
@@ -679,15 +679,15 @@ TEST(GpuBackend, RejectsWhatTheCudaOpsCannotRun) {
   }
 
   std::vector<float> py(in.pool.y_size()), pdx(in.pool.x_size());
-  expect_rejected([&] { gpu_backend.max_pool(in.pool, in.px, py, fp32_pool(), nullptr); }, "max_pool",
-                  "fp16 inputs only", "fp32");
+  expect_rejected([&] { gpu_backend.max_pool(in.pool, in.px, py, {kBf16, kFp32, kFp32}, nullptr); }, "max_pool",
+                  "fp16 inputs only", "bf16");
   expect_rejected(
       [&] { gpu_backend.max_pool_backward(in.pool, in.px, in.pdy, pdx, {kFp16, kFp16, kFp16}, nullptr); },
       "max_pool_backward", "sums in fp32", "fp16 accumulation");
 
   std::vector<float> mean(4), invstd(4, 1.0f), rm(4), rv(4, 1.0f), dg(4), dbeta(4);
   const std::vector<std::pair<std::string, emu::BatchNormPolicy>> bad_norms{
-      {"fp32 input", {kFp32, kFp32, kFp32, kFp32}},
+      {"fp32 input, fp16 output", {kFp32, kFp16, kFp32, kFp32}},
       {"fp16 statistics", {kFp16, kFp16, kFp16, kFp32}},
       {"bf16 parameters", {kFp16, kFp16, kFp32, kBf16}}};
   for (const auto& [name, p] : bad_norms) {
@@ -709,7 +709,7 @@ TEST(GpuBackend, RejectsWhatTheCudaOpsCannotRun) {
   expect_rejected([&] { gpu_backend.bce_with_logits(in.bx, in.t, fp16_sums, nullptr); }, "bce_with_logits",
                   "fp32 reference", "fp16 sums");
 
-  std::vector<float> w = normal(16, in.rng, 1.0), m(16), v(16), g = normal(16, in.rng, 1e-2), u(16);
+  std::vector<float> w = normal(16, in.rng, 1.0), m(16), v(16), g = normal(16, in.rng, 1e-2);
   const std::vector<std::pair<std::string, emu::OptimizerPolicy>> bad_optimizers{
       {"fp16 state", {kFp32, kFp16, kFp32}},
       {"bf16 weights", {kBf16, kFp32, kFp32}},
@@ -720,10 +720,50 @@ TEST(GpuBackend, RejectsWhatTheCudaOpsCannotRun) {
     expect_rejected([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, p, nullptr, {}); }, "adam_step",
                     "CUDA optimizers", name);
   }
-  expect_rejected([&] { gpu_backend.sgd_step(refs::SgdParams{}, 1, w, v, g, {}, nullptr, u); }, "sgd_step",
-                  "do not report the update", "with `update`");
-  expect_rejected([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, {}, nullptr, u); }, "adam_step",
-                  "do not report the update", "with `update`");
+}
+
+// Under the fp32 recipe's all-fp32 policies the element-wise ops have no CUDA
+// kernel (theirs read and write fp16) and run as the ref backend runs them
+// (see gpu_backend.cpp), with or without a device: the same bits.
+TEST(GpuBackend, Fp32ElementwiseOpsAreTheReference) {
+  Inputs in;
+  nn::GpuBackend gpu_backend;
+  nn::RefBackend ref;
+  const emu::ElementwisePolicy fp32_elementwise{kFp32, kFp32};
+  for (const refs::ActivationParams act : {refs::ActivationParams{refs::Activation::relu},
+                                           refs::ActivationParams{refs::Activation::tanh}}) {
+    std::vector<float> want(in.x.size()), got(in.x.size());
+    ref.activation(act, in.x, want, fp32_elementwise, nullptr);
+    gpu_backend.activation(act, in.x, got, fp32_elementwise, nullptr);
+    EXPECT_EQ(bits(got), bits(want)) << refs::to_string(act.kind);
+    ref.activation_backward(act, in.x, in.dy, want, fp32_elementwise, nullptr);
+    gpu_backend.activation_backward(act, in.x, in.dy, got, fp32_elementwise, nullptr);
+    EXPECT_EQ(bits(got), bits(want)) << refs::to_string(act.kind) << " backward";
+  }
+  std::vector<float> py_want(in.pool.y_size()), py_got(in.pool.y_size()), pdx_want(in.pool.x_size()),
+      pdx_got(in.pool.x_size());
+  ref.max_pool(in.pool, in.px, py_want, fp32_pool(), nullptr);
+  gpu_backend.max_pool(in.pool, in.px, py_got, fp32_pool(), nullptr);
+  EXPECT_EQ(bits(py_got), bits(py_want));
+  ref.max_pool_backward(in.pool, in.px, in.pdy, pdx_want, fp32_pool(), nullptr);
+  gpu_backend.max_pool_backward(in.pool, in.px, in.pdy, pdx_got, fp32_pool(), nullptr);
+  EXPECT_EQ(bits(pdx_got), bits(pdx_want));
+  const emu::BatchNormPolicy fp32_norm{kFp32, kFp32, kFp32, kFp32};
+  std::vector<float> y_want(in.x.size()), y_got(in.x.size()), mean_want(4), mean_got(4), invstd_want(4), invstd_got(4),
+      rm_want(4), rm_got(4), rv_want(4, 1.0f), rv_got(4, 1.0f);
+  ref.batch_norm(in.ch, in.bn, in.x, in.gamma, in.beta, y_want, mean_want, invstd_want, rm_want, rv_want, fp32_norm,
+                 nullptr);
+  gpu_backend.batch_norm(in.ch, in.bn, in.x, in.gamma, in.beta, y_got, mean_got, invstd_got, rm_got, rv_got,
+                         fp32_norm, nullptr);
+  EXPECT_EQ(bits(y_got), bits(y_want));
+  EXPECT_EQ(bits(rv_got), bits(rv_want));
+  std::vector<float> dx_want(in.x.size()), dx_got(in.x.size()), dg_want(4), dg_got(4), db_want(4), db_got(4);
+  ref.batch_norm_backward(in.ch, in.x, in.dy, in.gamma, mean_want, invstd_want, dx_want, dg_want, db_want, fp32_norm,
+                          nullptr);
+  gpu_backend.batch_norm_backward(in.ch, in.x, in.dy, in.gamma, mean_got, invstd_got, dx_got, dg_got, db_got,
+                                  fp32_norm, nullptr);
+  EXPECT_EQ(bits(dx_got), bits(dx_want));
+  EXPECT_EQ(bits(dg_got), bits(dg_want));
 }
 
 // The policies the fp32 and fp16 recipes hand the device ops get past the
@@ -808,6 +848,12 @@ TEST(GpuBackend, SupportedPoliciesReachTheDevice) {
     expect_reaches_device([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, p, nullptr, {}); },
                           "adam_step weights " + p.weights.name);
   }
+  // The trainer asks for each step's update (its lost-update statistics).
+  std::vector<float> u(16);
+  expect_reaches_device([&] { gpu_backend.sgd_step(refs::SgdParams{}, 1, w, v, g, {}, nullptr, u); },
+                        "sgd_step with update");
+  expect_reaches_device([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, {}, nullptr, u); },
+                        "adam_step with update");
 }
 
 // The losses run on the host (see gpu_backend.cpp): the FP32 reference on the

@@ -522,6 +522,8 @@ TEST(OptimizerErrors, SizesStepsAndHyperparametersAreChecked) {
   EXPECT_THROW(refs::adam_step_ref({}, 1, w, short3, v, g), std::invalid_argument);
   EXPECT_THROW(emu::adam_step_emu({}, 1, w, m, v, short3, {}), std::invalid_argument);
   EXPECT_THROW(gpu::adam_step_gpu({}, 1, w, m, short3, g), std::invalid_argument);
+  EXPECT_THROW(gpu::sgd_step_gpu(sp, 1, w, v, g, {}, short3), std::invalid_argument);  // `update` too
+  EXPECT_THROW(gpu::adam_step_gpu({}, 1, w, m, v, g, {}, short3), std::invalid_argument);
   try {
     refs::sgd_step_ref(sp, 1, w, short3, g);
   } catch (const std::invalid_argument& e) {
@@ -557,14 +559,15 @@ TEST(OptimizerGpu, MatchesTheEmulator) {
       const auto gpu_rounding = refs::SideRounding::stored(weights, kFp32, grad, true);
       for (const SgdParams& p : sgd_variants()) {
         const Problem pr = problem(31, n, steps, weights);
-        std::vector<float> ew = pr.w0, ev(n, 0.0f), gw = pr.w0, gv(n, 0.0f);
+        std::vector<float> ew = pr.w0, ev(n, 0.0f), gw = pr.w0, gv(n, 0.0f), eu(n), gu(n);
         for (int t = 0; t < steps; ++t) {
-          emu::sgd_step_emu(p, t + 1, ew, ev, pr.grads[static_cast<std::size_t>(t)], policy);
-          gpu::sgd_step_gpu(p, t + 1, gw, gv, pr.grads[static_cast<std::size_t>(t)], storage);
+          emu::sgd_step_emu(p, t + 1, ew, ev, pr.grads[static_cast<std::size_t>(t)], policy, nullptr, eu);
+          gpu::sgd_step_gpu(p, t + 1, gw, gv, pr.grads[static_cast<std::size_t>(t)], storage, gu);
         }
         if (weights == kFp32) {
           EXPECT_TRUE(same_bits(ew, gw)) << "sgd momentum " << p.momentum << " grad " << grad.name;
           EXPECT_TRUE(same_bits(ev, gv));
+          EXPECT_TRUE(same_bits(eu, gu)) << "the last step's updates";
         } else {
           const auto be = refs::sgd_error_bounds(p, emu_rounding, pr.w0, pr.grads);
           const auto bg = refs::sgd_error_bounds(p, gpu_rounding, pr.w0, pr.grads);
@@ -576,15 +579,16 @@ TEST(OptimizerGpu, MatchesTheEmulator) {
       }
       for (const AdamParams& p : adam_variants()) {
         const Problem pr = problem(32, n, steps, weights);
-        std::vector<float> ew = pr.w0, em(n, 0.0f), ev(n, 0.0f), gw = pr.w0, gm(n, 0.0f), gv(n, 0.0f);
+        std::vector<float> ew = pr.w0, em(n, 0.0f), ev(n, 0.0f), gw = pr.w0, gm(n, 0.0f), gv(n, 0.0f), eu(n), gu(n);
         for (int t = 0; t < steps; ++t) {
-          emu::adam_step_emu(p, t + 1, ew, em, ev, pr.grads[static_cast<std::size_t>(t)], policy);
-          gpu::adam_step_gpu(p, t + 1, gw, gm, gv, pr.grads[static_cast<std::size_t>(t)], storage);
+          emu::adam_step_emu(p, t + 1, ew, em, ev, pr.grads[static_cast<std::size_t>(t)], policy, nullptr, eu);
+          gpu::adam_step_gpu(p, t + 1, gw, gm, gv, pr.grads[static_cast<std::size_t>(t)], storage, gu);
         }
         if (weights == kFp32) {
           EXPECT_TRUE(same_bits(ew, gw)) << "adam beta1 " << p.beta1 << " grad " << grad.name;
           EXPECT_TRUE(same_bits(em, gm));
           EXPECT_TRUE(same_bits(ev, gv));
+          EXPECT_TRUE(same_bits(eu, gu)) << "the last step's updates";
         } else {
           const auto be = refs::adam_error_bounds(p, emu_rounding, pr.w0, pr.grads);
           const auto bg = refs::adam_error_bounds(p, gpu_rounding, pr.w0, pr.grads);

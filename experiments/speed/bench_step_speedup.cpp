@@ -77,15 +77,21 @@ void register_grid(const Grid& grid, BackendKind fp32_backend, BackendKind mixed
                                Side{"o2_recorders", step_config("o2", mixed_backend, batch, size, true)}}) {
         benchmark::RegisterBenchmark(cell_name(side.name, batch, size).c_str(),
                                      [config = side.config](benchmark::State& state) {
-                                       Trainer trainer(config);
-                                       trainer.step();  // warm-up: allocations, cuDNN/cuBLAS handles
-                                       for (auto _ : state) {
-                                         auto log = trainer.step();
-                                         benchmark::DoNotOptimize(log);
-                                         auto tensors = trainer.take_tensor_lines();
-                                         auto histograms = trainer.take_histogram_lines();
-                                         benchmark::DoNotOptimize(tensors);
-                                         benchmark::DoNotOptimize(histograms);
+                                       // A cell that cannot run (a CUDA error, no memory) is
+                                       // reported with its reason; the others still run.
+                                       try {
+                                         Trainer trainer(config);
+                                         trainer.step();  // warm-up: allocations, cuDNN/cuBLAS handles
+                                         for (auto _ : state) {
+                                           auto log = trainer.step();
+                                           benchmark::DoNotOptimize(log);
+                                           auto tensors = trainer.take_tensor_lines();
+                                           auto histograms = trainer.take_histogram_lines();
+                                           benchmark::DoNotOptimize(tensors);
+                                           benchmark::DoNotOptimize(histograms);
+                                         }
+                                       } catch (const std::exception& e) {
+                                         state.SkipWithError(e.what());
                                        }
                                      })
             ->Unit(benchmark::kMillisecond)
@@ -120,6 +126,10 @@ class SpeedupReporter : public mpverify::bench::TimeReporter {
       s += "\nThe two together: o2 step time on the emulator with every recorder on / fp32 step time on the Eigen "
            "reference, in the same run.\n\n";
       s += table("fp32", "o2_recorders", false);
+    }
+    if (!errors_.empty()) {
+      s += "\nCells marked – did not run:\n\n";
+      for (const auto& [name, why] : errors_) s += "- `" + name + "`: " + why + "\n";
     }
     return s;
   }

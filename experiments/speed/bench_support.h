@@ -54,16 +54,19 @@ class TimeReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs)
-      if (!r.error_occurred) {
-        std::string name = r.benchmark_name();
-        for (const char* suffix : {"/iterations:", "/manual_time", "/min_time:"}) name = name.substr(0, name.find(suffix));
+    for (const Run& r : runs) {
+      std::string name = r.benchmark_name();
+      for (const char* suffix : {"/iterations:", "/manual_time", "/min_time:"}) name = name.substr(0, name.find(suffix));
+      if (r.error_occurred)
+        errors_[name] = r.error_message;
+      else
         seconds_[name] = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
-      }
+    }
   }
 
  protected:
   std::map<std::string, double> seconds_;
+  std::map<std::string, std::string> errors_;  // benchmarks that ended with SkipWithError, and why
 };
 
 }  // namespace mpverify::bench

@@ -45,8 +45,11 @@ __device__ float lerp_rn(float self, float end, float weight) {
                               : __fsub_rn(end, __fmul_rn(d, __fsub_rn(1.0f, weight)));
 }
 
+// u (the update, or nullptr): the value added to w, for the caller's
+// lost-update statistics.
 template <typename W>
-__global__ void sgd_kernel(SgdConstants c, W* w, float* v, const float* g, bool grad_fp16, std::size_t n) {
+__global__ void sgd_kernel(SgdConstants c, W* w, float* v, const float* g, bool grad_fp16, float* u,
+                           std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const float wi = load(w[i]);
@@ -57,11 +60,13 @@ __global__ void sgd_kernel(SgdConstants c, W* w, float* v, const float* g, bool 
     v[i] = buf;
     grad = c.nesterov ? __fadd_rn(grad, __fmul_rn(c.mu, buf)) : buf;
   }
-  store(w[i], __fadd_rn(wi, __fmul_rn(c.neg_lr, grad)));
+  const float update = __fmul_rn(c.neg_lr, grad);
+  if (u != nullptr) u[i] = update;
+  store(w[i], __fadd_rn(wi, update));
 }
 
 template <typename W>
-__global__ void adam_kernel(AdamConstants c, W* w, float* m, float* v, const float* g, bool grad_fp16,
+__global__ void adam_kernel(AdamConstants c, W* w, float* m, float* v, const float* g, bool grad_fp16, float* u,
                             std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
@@ -74,7 +79,9 @@ __global__ void adam_kernel(AdamConstants c, W* w, float* m, float* v, const flo
   m[i] = mi;
   v[i] = vi;
   const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), c.bc2), c.eps);
-  store(w[i], __fadd_rn(wi, __fdiv_rn(__fmul_rn(c.neg_step, mi), denom)));
+  const float update = __fdiv_rn(__fmul_rn(c.neg_step, mi), denom);
+  if (u != nullptr) u[i] = update;
+  store(w[i], __fadd_rn(wi, update));
 }
 
 template <typename T>
@@ -120,26 +127,33 @@ void require_device() {
 }  // namespace
 
 void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
-                  std::span<const float> g, const OptimizerStorage& storage) {
+                  std::span<const float> g, const OptimizerStorage& storage, std::span<float> update) {
   refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
+  check_update_size(update, w.size());
   require_device();
   const std::size_t n = w.size();
   const SgdConstants c{static_cast<float>(p.weight_decay), static_cast<float>(p.momentum),
                        static_cast<float>(1 - p.dampening), static_cast<float>(-p.lr), p.weight_decay != 0,
                        p.momentum != 0, p.nesterov, step == 1};
-  DeviceArray<float> d_g(n), d_v(c.momentum ? n : 0);
+  DeviceArray<float> d_g(n), d_v(c.momentum ? n : 0), d_u(update.size());
   upload(d_g, g);
   if (c.momentum) upload(d_v, v);
   const bool grad_fp16 = storage.grad == OptimizerStorageFormat::fp16;
-  auto launch = [&](auto* d_w, unsigned blocks) { sgd_kernel<<<blocks, 256>>>(c, d_w, d_v.get(), d_g.get(), grad_fp16, n); };
+  float* u = update.empty() ? nullptr : d_u.get();
+  auto launch = [&](auto* d_w, unsigned blocks) {
+    sgd_kernel<<<blocks, 256>>>(c, d_w, d_v.get(), d_g.get(), grad_fp16, u, n);
+  };
   if (storage.weights == OptimizerStorageFormat::fp16) with_weights<__half>(w, launch);
   else with_weights<float>(w, launch);
   if (c.momentum) download(v, d_v);
+  if (!update.empty()) download(update, d_u);
 }
 
 void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
-                   std::span<float> v, std::span<const float> g, const OptimizerStorage& storage) {
+                   std::span<float> v, std::span<const float> g, const OptimizerStorage& storage,
+                   std::span<float> update) {
   refs::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
+  check_update_size(update, w.size());
   require_device();
   const std::size_t n = w.size();
   const refs::AdamScalars s = refs::adam_scalars(p, step);
@@ -153,18 +167,20 @@ void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float
                         static_cast<float>(s.neg_step_size),
                         p.adamw && p.weight_decay != 0,
                         !p.adamw && p.weight_decay != 0};
-  DeviceArray<float> d_g(n), d_m(n), d_v(n);
+  DeviceArray<float> d_g(n), d_m(n), d_v(n), d_u(update.size());
   upload(d_g, g);
   upload(d_m, m);
   upload(d_v, v);
   const bool grad_fp16 = storage.grad == OptimizerStorageFormat::fp16;
+  float* u = update.empty() ? nullptr : d_u.get();
   auto launch = [&](auto* d_w, unsigned blocks) {
-    adam_kernel<<<blocks, 256>>>(c, d_w, d_m.get(), d_v.get(), d_g.get(), grad_fp16, n);
+    adam_kernel<<<blocks, 256>>>(c, d_w, d_m.get(), d_v.get(), d_g.get(), grad_fp16, u, n);
   };
   if (storage.weights == OptimizerStorageFormat::fp16) with_weights<__half>(w, launch);
   else with_weights<float>(w, launch);
   download(m, d_m);
   download(v, d_v);
+  if (!update.empty()) download(update, d_u);
 }
 
 }  // namespace mpverify::gpu

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "refs/optimizer_ref.h"
 
@@ -32,11 +34,21 @@ struct OptimizerStorage {
   OptimizerStorageFormat grad = OptimizerStorageFormat::fp32;
 };
 
+// `update` (empty, or as long as w) receives each element's u, the fp32 value
+// the kernel adds to w (what emu::sgd_step_emu's `update` holds; the
+// trainer's lost-update statistics read it).
 // Throws std::invalid_argument on size mismatch (as the reference), then
 // std::runtime_error with gpu_unavailable_reason() without a device.
 void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
-                  std::span<const float> g, const OptimizerStorage& storage = {});
+                  std::span<const float> g, const OptimizerStorage& storage = {}, std::span<float> update = {});
 void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
-                   std::span<float> v, std::span<const float> g, const OptimizerStorage& storage = {});
+                   std::span<float> v, std::span<const float> g, const OptimizerStorage& storage = {},
+                   std::span<float> update = {});
+// The size check behind `update` (the CUDA build's and the stubs').
+inline void check_update_size(std::span<float> update, std::size_t n) {
+  if (!update.empty() && update.size() != n)
+    throw std::invalid_argument("gpu optimizer step: `update` must be empty or as long as w (" + std::to_string(n) +
+                                "), not " + std::to_string(update.size()));
+}
 
 }  // namespace mpverify::gpu

@@ -25,11 +25,19 @@
 //    device's order. Running the fp16 kernel instead would round x and db to
 //    fp16 behind an fp32 policy (in the fp32 recipe too), so it runs only for
 //    a policy whose input is fp16.
+//  - The element-wise ops (activations, max-pool, batch norm) under an
+//    all-fp32 policy, the fp32 recipe's: their CUDA kernels read and write
+//    fp16 only, so the fp32 recipe runs them as the ref backend does
+//    (refs::*_ref, FP32). Its GEMMs and convolutions still run on the device
+//    (cuBLAS, cuDNN in fp32), so a GPU fp32 run is the device's fp32 compute
+//    with the host's element-wise ops; each op copies its tensors to and from
+//    the device anyway, so the host ops cost about what the copies would.
 //
 // Counters (emu::CounterSet*) are ignored: the device-side counts are
 // gpu/tensor_counters_gpu.h, which the recorders run on the stored tensors.
 #include "nn/gpu_backend.h"
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -44,8 +52,11 @@
 #include "gpu/gemm_gpu.h"
 #include "gpu/max_pool_gpu.h"
 #include "gpu/optimizer_gpu.h"
+#include "refs/activation_ref.h"
+#include "refs/batch_norm_ref.h"
 #include "refs/bias_add_ref.h"
 #include "refs/loss_ref.h"
+#include "refs/max_pool_ref.h"
 
 namespace mpverify::nn {
 
@@ -188,6 +199,13 @@ void require_fp32_sums(std::string_view op, std::string_view field, const format
   unsupported(op, what);
 }
 
+// The fp32 recipe's element-wise policy: run on the host (see the top).
+bool all_fp32(std::initializer_list<const formats::Format*> formats) {
+  for (const formats::Format* f : formats)
+    if (*f != fp32()) return false;
+  return true;
+}
+
 bool is_fp32_epilogue(const emu::BiasAddPolicy& p) {
   return p.input == fp32() && p.output == fp32() && p.accumulation == fp32();
 }
@@ -240,8 +258,7 @@ gpu::OptimizerStorageFormat storage_format(std::string_view op, std::string_view
 
 // fp16 weights are written back as fl16(fl32(w + u)), PyTorch's double
 // rounding, where the emulator rounds w + u once (gpu/optimizer_gpu.h).
-gpu::OptimizerStorage optimizer_storage(std::string_view op, const emu::OptimizerPolicy& p,
-                                        std::span<const float> update) {
+gpu::OptimizerStorage optimizer_storage(std::string_view op, const emu::OptimizerPolicy& p) {
   if (p.state != fp32()) {
     std::string what = "the CUDA optimizers keep their state (momentum, m, v) in fp32 and ";
     what += asks_for("state", p.state);
@@ -250,13 +267,6 @@ gpu::OptimizerStorage optimizer_storage(std::string_view op, const emu::Optimize
   gpu::OptimizerStorage storage;
   storage.weights = storage_format(op, "weights", p.weights);
   storage.grad = storage_format(op, "grad", p.grad);
-  if (!update.empty()) {
-    std::string message = "gpu backend: ";
-    message += op;
-    message += ": the gpu backend's optimizers do not report the update (the CUDA kernels add it to w in place "
-               "and never store it); pass an empty `update`, or use --backend emu for the lost-update statistics";
-    throw std::invalid_argument(message);
-  }
   return storage;
 }
 
@@ -313,6 +323,7 @@ void GpuBackend::bias_add_backward(const refs::ChannelShape& s, std::span<const 
 
 void GpuBackend::activation(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y,
                             const emu::ElementwisePolicy& policy, emu::CounterSet*) {
+  if (all_fp32({&policy.input, &policy.output})) return refs::activation_ref(p, x, y);
   require_fp16_kernel("activation", "gpu/activation_gpu.h", policy.input, policy.output);
   gpu::activation_gpu(p, x, y);
 }
@@ -320,18 +331,22 @@ void GpuBackend::activation(const refs::ActivationParams& p, std::span<const flo
 void GpuBackend::activation_backward(const refs::ActivationParams& p, std::span<const float> x,
                                      std::span<const float> dy, std::span<float> dx,
                                      const emu::ElementwisePolicy& policy, emu::CounterSet*) {
+  if (all_fp32({&policy.input, &policy.output})) return refs::activation_backward_ref(p, x, dy, dx);
   require_fp16_kernel("activation_backward", "gpu/activation_gpu.h", policy.input, policy.output);
   gpu::activation_backward_gpu(p, x, dy, dx);
 }
 
 void GpuBackend::max_pool(const refs::PoolShape& p, std::span<const float> x, std::span<float> y,
                           const emu::MaxPoolPolicy& policy, emu::CounterSet*) {
+  if (all_fp32({&policy.input, &policy.output})) return refs::max_pool_ref(p, x, y);
   require_fp16_kernel("max_pool", "gpu/max_pool_gpu.h", policy.input, policy.output);
   gpu::max_pool_gpu(p, x, y);
 }
 
 void GpuBackend::max_pool_backward(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                                    std::span<float> dx, const emu::MaxPoolPolicy& policy, emu::CounterSet*) {
+  if (all_fp32({&policy.input, &policy.output, &policy.accumulation}))
+    return refs::max_pool_backward_ref(p, x, dy, dx);
   require_fp16_kernel("max_pool_backward", "gpu/max_pool_gpu.h", policy.input, policy.output);
   require_fp32_sums("max_pool_backward", "accumulation in", policy.accumulation);
   gpu::max_pool_backward_gpu(p, x, dy, dx);
@@ -343,6 +358,8 @@ void GpuBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormPa
                             std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                             std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                             std::span<float> running_var, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
+  if (all_fp32({&policy.input, &policy.output, &policy.statistics, &policy.parameters}))
+    return refs::batch_norm_ref(s, p, x, gamma, beta, y, mean, invstd, running_mean, running_var);
   require_fp16_kernel("batch_norm", "gpu/batch_norm_gpu.h", policy.input, policy.output);
   require_fp32_sums("batch_norm", "statistics in", policy.statistics);
   require_fp32_sums("batch_norm", "parameters in", policy.parameters);
@@ -353,6 +370,8 @@ void GpuBackend::batch_norm_backward(const refs::ChannelShape& s, std::span<cons
                                      std::span<const float> gamma, std::span<const float> mean,
                                      std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                                      std::span<float> dbeta, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
+  if (all_fp32({&policy.input, &policy.output, &policy.statistics, &policy.parameters}))
+    return refs::batch_norm_backward_ref(s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
   require_fp16_kernel("batch_norm_backward", "gpu/batch_norm_gpu.h", policy.input, policy.output);
   require_fp32_sums("batch_norm_backward", "statistics in", policy.statistics);
   require_fp32_sums("batch_norm_backward", "parameters in", policy.parameters);
@@ -390,13 +409,13 @@ void GpuBackend::bce_with_logits_backward(std::span<const float> x, std::span<co
 void GpuBackend::sgd_step(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                           std::span<const float> g, const emu::OptimizerPolicy& policy, emu::CounterSet*,
                           std::span<float> update) {
-  gpu::sgd_step_gpu(p, step, w, v, g, optimizer_storage("sgd_step", policy, update));
+  gpu::sgd_step_gpu(p, step, w, v, g, optimizer_storage("sgd_step", policy), update);
 }
 
 void GpuBackend::adam_step(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                            std::span<float> v, std::span<const float> g, const emu::OptimizerPolicy& policy,
                            emu::CounterSet*, std::span<float> update) {
-  gpu::adam_step_gpu(p, step, w, m, v, g, optimizer_storage("adam_step", policy, update));
+  gpu::adam_step_gpu(p, step, w, m, v, g, optimizer_storage("adam_step", policy), update);
 }
 
 }  // namespace mpverify::nn
