@@ -134,7 +134,7 @@ Trainer::Trainer(TrainConfig config)
                  "(--recipe fp8:fp8_scaling=delayed) and pick a loss scaler (none, static, torch, ...)");
     m.scaler.reset(static_cast<LossScaler*>(s.release()));
   }
-  m.backend = nn::make_backend(config_.backend);
+  m.backend = config_.backend_factory ? config_.backend_factory() : nn::make_backend(config_.backend);
   // (The fp8 operand scaling is installed below, so is_fp32() cannot see it yet.)
   if (config_.backend == nn::BackendKind::ref &&
       (!recipe_.precision.is_fp32() || recipe_.operand_scaling != OperandScaling::none))

@@ -105,6 +105,9 @@ struct TrainConfig {
   std::string scaler = "none";   // a found_inf-driven strategy (training/loss_scaler.h)
   ScalerOptions scaler_options;
   nn::BackendKind backend = nn::BackendKind::ref;
+  // Tests only: builds the backend in place of nn::make_backend(backend), e.g.
+  // a gpu backend that stands in for a missing device (tests/gpu_training_path_test).
+  std::function<std::unique_ptr<nn::Backend>()> backend_factory;
   std::size_t steps = 200;
   std::size_t batch_size = 64;
   // Synthetic data only: the images' height = width (the models' shapes
