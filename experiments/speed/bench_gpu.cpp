@@ -206,7 +206,11 @@ int main(int argc, char** argv) {
                                  << info.driver_version << ", runtime " << info.runtime_version << ", cuBLAS "
                                  << info.cublas_version << ".\nCommand: `build/experiments/bench_gpu`; normal(0,1) "
                                     "inputs, seed 42; times from cudaEvents.\n\n"
-                                 << summary;
+                                 << summary
+                                 << "\nA counters row times the whole `gpu::tensor_counters_gpu` call as a user makes "
+                                    "it: the counting kernels plus the call's own allocation of its totals, the "
+                                    "copy of the totals back and that synchronisation; a framework that kept the "
+                                    "totals buffer would pay less.\n";
   }
   benchmark::Shutdown();
   return 0;

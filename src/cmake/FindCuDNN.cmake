@@ -5,7 +5,8 @@ if(NOT TARGET mpverify::cudnn)
   find_path(MPVERIFY_CUDNN_INCLUDE_DIR cudnn.h
     HINTS ${CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda /usr
     PATH_SUFFIXES include include/x86_64-linux-gnu)
-  find_library(MPVERIFY_CUDNN_LIBRARY cudnn
+  # libcudnn.so.9: the nvidia-cudnn wheels (PyTorch's images) ship no unversioned name
+  find_library(MPVERIFY_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
     HINTS ${CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda /usr
     PATH_SUFFIXES lib64 lib lib/x86_64-linux-gnu)
   if(NOT MPVERIFY_CUDNN_INCLUDE_DIR OR NOT MPVERIFY_CUDNN_LIBRARY)

@@ -35,6 +35,15 @@ using FilterDescriptor = Owned<cudnnFilterDescriptor_t, cudnnCreateFilterDescrip
 using ConvolutionDescriptor =
     Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 
+// One cuDNN handle per thread, for the thread's life: cudnnCreate costs far
+// more than a small convolution, and one handle must not serve two threads
+// at once. No call sets state on it (stream, math type: the descriptors
+// carry their own).
+const Handle& thread_cudnn() {
+  thread_local const Handle handle;
+  return handle;
+}
+
 __global__ void to_half(const float* in, __half* out, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = __float2half_rn(in[i]);
@@ -50,7 +59,7 @@ unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + 255) / 25
 // in the compute's data type, cross-correlation (as refs::conv2d_forward_ref)
 // computed in fp32.
 struct Convolution {
-  Handle handle;
+  const Handle& handle = thread_cudnn();
   TensorDescriptor x, y;
   FilterDescriptor w;
   ConvolutionDescriptor conv;

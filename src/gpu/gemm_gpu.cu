@@ -28,6 +28,15 @@ class CublasHandle {
   cublasHandle_t h_ = nullptr;
 };
 
+// One handle per thread, for the thread's life: creating one per call costs
+// more than a small GEMM (the library's initialisation), and one handle must
+// not serve two threads at once. No call sets state on it (math mode,
+// stream, workspace): each GEMM names its compute type.
+const CublasHandle& thread_cublas() {
+  thread_local const CublasHandle handle;
+  return handle;
+}
+
 __global__ void to_half(const float* in, __half* out, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = __float2half_rn(in[i]);
@@ -85,7 +94,7 @@ void gemm_gpu(const GemmShape& s, std::span<const float> a, std::span<const floa
   // cuBLAS is column-major: the row-major C = op(A) op(B) is the
   // column-major C^T = op(B)^T op(A)^T, so B goes first, and a row-major
   // matrix read column-major is its transpose.
-  CublasHandle handle;
+  const CublasHandle& handle = thread_cublas();
   const cublasOperation_t op_b = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = s.transpose_b ? s.k : s.n, lda = s.transpose_a ? s.m : s.k;
