@@ -64,17 +64,18 @@ struct Convolution {
   FilterDescriptor w;
   ConvolutionDescriptor conv;
   cudnnDataType_t type;
+  cudnnMathType_t math;
 
   Convolution(const Conv2dShape& s, ConvCompute compute)
-      : type(compute == ConvCompute::fp32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF) {
+      : type(compute == ConvCompute::fp32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF),
+        math(compute == ConvCompute::fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) {
     MPVERIFY_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x.get(), CUDNN_TENSOR_NCHW, type, s.n, s.c, s.h, s.w));
     MPVERIFY_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w.get(), type, CUDNN_TENSOR_NCHW, s.k, s.c, s.r, s.s));
     MPVERIFY_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y.get(), CUDNN_TENSOR_NCHW, type, s.n, s.k, s.p(), s.q()));
     MPVERIFY_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv.get(), s.pad, s.pad, s.stride, s.stride, 1, 1,
                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     // FMA math keeps fp32 convolutions off TF32; tensor-op math lets the fp16 ones use the tensor cores.
-    MPVERIFY_CUDNN_CHECK(
-        cudnnSetConvolutionMathType(conv.get(), compute == ConvCompute::fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    MPVERIFY_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), math));
     int n = 0, k = 0, p = 0, q = 0;
     MPVERIFY_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &k, &p, &q));
     if (n != s.n || k != s.k || p != s.p() || q != s.q())
@@ -125,6 +126,35 @@ struct Tensors {
 
 const float kOne = 1.0f, kZero = 0.0f;  // alpha and beta: float for fp32 and fp16 tensors alike
 
+// The algorithm: `preferred` (deterministic, fixed so that runs repeat) where
+// cuDNN supports it for this convolution, i.e. its workspace query succeeds;
+// cuDNN may refuse a fixed algorithm for some shapes and types (small channel
+// counts in fp16 with tensor-op math, say). Then the first algorithm that
+// cuDNN's heuristics list as supported, deterministic and of the
+// descriptor's math type (FMA keeps fp32 off TF32), else the first supported
+// one of that math type. `workspace(algo, &bytes)` returns the query's
+// status; `heuristics(count, &returned, perf)` lists them. Sets `bytes`.
+template <typename Algo, typename Perf, typename Workspace, typename Heuristics>
+Algo choose_algorithm(Algo preferred, cudnnMathType_t math, Workspace workspace, Heuristics heuristics,
+                      std::size_t& bytes) {
+  if (workspace(preferred, &bytes) == CUDNN_STATUS_SUCCESS) return preferred;
+  constexpr int kRequested = 16;
+  Perf perf[kRequested];
+  int returned = 0;
+  MPVERIFY_CUDNN_CHECK(heuristics(kRequested, &returned, perf));
+  const Perf* pick = nullptr;
+  for (const bool need_determinism : {true, false}) {
+    for (int i = 0; i < returned && pick == nullptr; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == math &&
+          (!need_determinism || perf[i].determinism == CUDNN_DETERMINISTIC))
+        pick = &perf[i];
+    if (pick != nullptr) break;
+  }
+  if (pick == nullptr) throw std::runtime_error("conv2d_gpu: cuDNN supports no algorithm for this convolution");
+  MPVERIFY_CUDNN_CHECK(workspace(pick->algo, &bytes));
+  return pick->algo;
+}
+
 }  // namespace
 
 void conv2d_forward_gpu(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
@@ -135,10 +165,18 @@ void conv2d_forward_gpu(const Conv2dShape& s, std::span<const float> x, std::spa
   Tensors t(s, cv);
   upload(x, cv, t.x.get(), t.staging);
   upload(wgt, cv, t.w.get(), t.staging);
-  const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   std::size_t bytes = 0;
-  MPVERIFY_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cv.handle.get(), cv.x.get(), cv.w.get(),
-                                                               cv.conv.get(), cv.y.get(), algo, &bytes));
+  const auto algo = choose_algorithm<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
+      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, cv.math,
+      [&](cudnnConvolutionFwdAlgo_t a, std::size_t* b) {
+        return cudnnGetConvolutionForwardWorkspaceSize(cv.handle.get(), cv.x.get(), cv.w.get(), cv.conv.get(),
+                                                       cv.y.get(), a, b);
+      },
+      [&](int requested, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(cv.handle.get(), cv.x.get(), cv.w.get(), cv.conv.get(),
+                                                      cv.y.get(), requested, returned, perf);
+      },
+      bytes);
   DeviceBuffer workspace(bytes);
   MPVERIFY_CUDNN_CHECK(cudnnConvolutionForward(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.w.get(), t.w.get(),
                                                cv.conv.get(), algo, workspace.get(), bytes, &kZero, cv.y.get(),
@@ -154,10 +192,18 @@ void conv2d_backward_data_gpu(const Conv2dShape& s, std::span<const float> dy, s
   Tensors t(s, cv);
   upload(dy, cv, t.y.get(), t.staging);
   upload(wgt, cv, t.w.get(), t.staging);
-  const cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;  // deterministic
   std::size_t bytes = 0;
-  MPVERIFY_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cv.handle.get(), cv.w.get(), cv.y.get(),
-                                                                    cv.conv.get(), cv.x.get(), algo, &bytes));
+  const auto algo = choose_algorithm<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
+      CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, cv.math,  // deterministic
+      [&](cudnnConvolutionBwdDataAlgo_t a, std::size_t* b) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(cv.handle.get(), cv.w.get(), cv.y.get(), cv.conv.get(),
+                                                            cv.x.get(), a, b);
+      },
+      [&](int requested, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(cv.handle.get(), cv.w.get(), cv.y.get(), cv.conv.get(),
+                                                           cv.x.get(), requested, returned, perf);
+      },
+      bytes);
   DeviceBuffer workspace(bytes);
   MPVERIFY_CUDNN_CHECK(cudnnConvolutionBackwardData(cv.handle.get(), &kOne, cv.w.get(), t.w.get(), cv.y.get(),
                                                     t.y.get(), cv.conv.get(), algo, workspace.get(), bytes, &kZero,
@@ -173,10 +219,18 @@ void conv2d_backward_filter_gpu(const Conv2dShape& s, std::span<const float> x, 
   Tensors t(s, cv);
   upload(x, cv, t.x.get(), t.staging);
   upload(dy, cv, t.y.get(), t.staging);
-  const cudnnConvolutionBwdFilterAlgo_t algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;  // deterministic
   std::size_t bytes = 0;
-  MPVERIFY_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(cv.handle.get(), cv.x.get(), cv.y.get(),
-                                                                      cv.conv.get(), cv.w.get(), algo, &bytes));
+  const auto algo = choose_algorithm<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, cv.math,  // deterministic
+      [&](cudnnConvolutionBwdFilterAlgo_t a, std::size_t* b) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(cv.handle.get(), cv.x.get(), cv.y.get(),
+                                                              cv.conv.get(), cv.w.get(), a, b);
+      },
+      [&](int requested, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(cv.handle.get(), cv.x.get(), cv.y.get(),
+                                                             cv.conv.get(), cv.w.get(), requested, returned, perf);
+      },
+      bytes);
   DeviceBuffer workspace(bytes);
   MPVERIFY_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.y.get(),
                                                       t.y.get(), cv.conv.get(), algo, workspace.get(), bytes, &kZero,
