@@ -23,13 +23,13 @@
 
 #include "gpu/device.h"
 #include "speed/bench_support.h"
+#include "speed/training_steps.h"
 #include "training/trainer.h"
 
 namespace {
 
 using mpverify::nn::BackendKind;
 using mpverify::training::TrainConfig;
-using mpverify::training::Trainer;
 
 struct Grid {
   std::vector<int> batches, sizes;
@@ -77,22 +77,8 @@ void register_grid(const Grid& grid, BackendKind fp32_backend, BackendKind mixed
                                Side{"o2_recorders", step_config("o2", mixed_backend, batch, size, true)}}) {
         benchmark::RegisterBenchmark(cell_name(side.name, batch, size).c_str(),
                                      [config = side.config](benchmark::State& state) {
-                                       // A cell that cannot run (a CUDA error, no memory) is
-                                       // reported with its reason; the others still run.
-                                       try {
-                                         Trainer trainer(config);
-                                         trainer.step();  // warm-up: allocations, cuDNN/cuBLAS handles
-                                         for (auto _ : state) {
-                                           auto log = trainer.step();
-                                           benchmark::DoNotOptimize(log);
-                                           auto tensors = trainer.take_tensor_lines();
-                                           auto histograms = trainer.take_histogram_lines();
-                                           benchmark::DoNotOptimize(tensors);
-                                           benchmark::DoNotOptimize(histograms);
-                                         }
-                                       } catch (const std::exception& e) {
-                                         state.SkipWithError(e.what());
-                                       }
+                                       // a cell that cannot run is reported with its reason
+                                       mpverify::bench::time_training_steps(state, config);
                                      })
             ->Unit(benchmark::kMillisecond)
             ->MinTime(0.5);

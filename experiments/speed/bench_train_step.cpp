@@ -16,11 +16,11 @@
 #include <string>
 
 #include "speed/bench_support.h"
+#include "speed/training_steps.h"
 #include "training/trainer.h"
 
 namespace {
 
-using mpverify::training::Trainer;
 using mpverify::training::TrainConfig;
 
 TrainConfig cnn(const char* recipe, const char* scaler, mpverify::nn::BackendKind backend, bool recorders) {
@@ -38,19 +38,7 @@ TrainConfig cnn(const char* recipe, const char* scaler, mpverify::nn::BackendKin
   return c;
 }
 
-void run_steps(benchmark::State& state, const TrainConfig& config) {
-  Trainer trainer(config);
-  trainer.step();  // warm-up: first-touch allocations
-  for (auto _ : state) {
-    auto log = trainer.step();
-    benchmark::DoNotOptimize(log);
-    // The per-tensor lines are part of the recorders' work; a run would write them.
-    auto tensors = trainer.take_tensor_lines();
-    auto histograms = trainer.take_histogram_lines();
-    benchmark::DoNotOptimize(tensors);
-    benchmark::DoNotOptimize(histograms);
-  }
-}
+void run_steps(benchmark::State& state, const TrainConfig& config) { mpverify::bench::time_training_steps(state, config); }
 
 void BM_RefFp32Step(benchmark::State& s) { run_steps(s, cnn("fp32", "none", mpverify::nn::BackendKind::ref, false)); }
 void BM_EmuO2StepRecordersOn(benchmark::State& s) {
