@@ -141,13 +141,69 @@ TEST(GateStatistics, NormalStderrInterval) {
                    .seeds_needed.has_value());  // seeds cannot be planned from bootstrap errors
 }
 
-TEST(GateStatistics, ZeroSpreadGivesAPointInterval) {
+// No spread, no estimate of the noise: inconclusive whichever side of the
+// margin the difference lies (see equivalence.h), for every method.
+TEST(GateStatistics, ZeroSpreadIsInconclusive) {
   const std::vector<double> b = {90, 90, 90}, c = {90.5, 90.5, 90.5};
-  const auto r = mpverify::metrics::welch_tost(b, c, EquivalenceOptions{1.0, 0.05});
-  EXPECT_EQ(r.lower, 0.5);
-  EXPECT_EQ(r.upper, 0.5);
-  EXPECT_EQ(r.verdict, Verdict::equivalent);
-  EXPECT_EQ(mpverify::metrics::welch_tost(b, c, EquivalenceOptions{0.25, 0.05}).verdict, Verdict::not_equivalent);
+  for (const double margin : {1.0, 0.25}) {
+    const auto r = mpverify::metrics::welch_tost(b, c, EquivalenceOptions{margin, 0.05});
+    EXPECT_EQ(r.lower, 0.5);
+    EXPECT_EQ(r.upper, 0.5);
+    EXPECT_EQ(r.verdict, Verdict::inconclusive) << margin;
+    EXPECT_EQ(r.p_lower, 1.0);
+    EXPECT_EQ(r.p_upper, 1.0);
+    EXPECT_FALSE(r.seeds_needed.has_value());
+  }
+  // paired: every per-seed difference equal, though each side varies
+  const std::vector<double> pb = {90, 91}, pc = {90.9, 91.9};
+  EXPECT_EQ(mpverify::metrics::paired_tost(pb, pc, EquivalenceOptions{1.0, 0.05}).verdict, Verdict::inconclusive);
+  EXPECT_EQ(mpverify::metrics::normal_stderr_tost(10, 0, 10.9, 0, EquivalenceOptions{1.0, 0.05}).verdict,
+            Verdict::inconclusive);
+}
+
+// With a resolution, a zero spread stands for the rounding to it: each value
+// uniform within +-res/2 (variance res^2/12), a paired difference res^2/6.
+TEST(GateStatistics, ZeroSpreadWithAResolutionUsesTheRounding) {
+  EquivalenceOptions o{1.0, 0.05};
+  o.resolution = 0.5;
+  const std::vector<double> b = {90, 91, 92, 90.5}, c = b;
+  const auto paired = mpverify::metrics::paired_tost(b, c, o);
+  EXPECT_EQ(paired.resolution_spread, 0.5);
+  EXPECT_NEAR(paired.standard_error, 0.5 / std::sqrt(6.0) / 2.0, 1e-15);
+  EXPECT_EQ(paired.df, 3.0);
+  EXPECT_EQ(paired.verdict, Verdict::equivalent);  // half-width 2.353 * 0.102 = 0.24
+  const std::vector<double> wb = {90, 90, 90}, wc = {90.5, 90.5, 90.5};
+  const auto welch = mpverify::metrics::welch_tost(wb, wc, o);
+  EXPECT_NEAR(welch.standard_error, std::sqrt(0.25 / 12 * (1.0 / 3 + 1.0 / 3)), 1e-15);
+  EXPECT_NEAR(welch.df, 4.0, 1e-12);  // equal variances and sizes: n_b + n_c - 2
+  EXPECT_EQ(welch.verdict, Verdict::equivalent);  // 0.5 +- 2.132 * 0.118
+  o.resolution = 2;  // coarse: the same runs prove nothing
+  EXPECT_EQ(mpverify::metrics::welch_tost(wb, wc, o).verdict, Verdict::inconclusive);
+  // A sample spread, however small, is used as it is.
+  const std::vector<double> spread = {90, 90, 90.1};
+  EXPECT_EQ(mpverify::metrics::welch_tost(spread, wc, o).resolution_spread, 0.0);
+}
+
+// Welch with unequal sides: seeds_needed is per side and may be fewer than
+// the larger side already has (only the smaller side needs more); it is the
+// smallest n whose equal-sides half-width t(1-a, df(n)) sqrt((s_b^2 + s_c^2)/n)
+// is below the distance from |d| to the margin, checked against that here.
+TEST(GateStatistics, WelchSeedsNeededWithUnequalSides) {
+  const std::vector<double> b = {90.1, 91.3, 89.6}, c = {90.4, 91.1, 89.2, 90.8, 91.6, 89.9, 90.2, 91.0, 90.5, 89.7};
+  const double margin = 1.07;
+  const auto r = mpverify::metrics::welch_tost(b, c, EquivalenceOptions{margin, 0.05});
+  ASSERT_EQ(r.verdict, Verdict::inconclusive);
+  ASSERT_TRUE(r.seeds_needed.has_value());
+  const double var_b = r.sd_baseline * r.sd_baseline, var_c = r.sd_candidate * r.sd_candidate;
+  const double target = std::fabs(std::fabs(r.difference) - margin);
+  auto half = [&](std::size_t n) {
+    const double df = mpverify::metrics::welch_df(var_b, n, var_c, n);
+    return mpverify::metrics::student_t_quantile(0.95, df) * std::sqrt((var_b + var_c) / static_cast<double>(n));
+  };
+  std::size_t want = 2;
+  while (!(half(want) < target)) ++want;
+  EXPECT_EQ(*r.seeds_needed, want);
+  EXPECT_LT(want, r.n_candidate) << "the case was made for a count below the larger side's";
 }
 
 // seeds_needed is the smallest n per side whose half-width t(1-a, n-1) sd/sqrt(n)
@@ -303,7 +359,9 @@ class GateCli : public ::testing::Test {
 const std::vector<std::int64_t> kSeeds = {1, 2, 3, 4, 5, 6};
 const std::vector<double> kBaseline = {0.900, 0.910, 0.895, 0.905, 0.915, 0.890};
 const std::vector<double> kClose = {0.901, 0.909, 0.896, 0.904, 0.916, 0.889};
-const std::vector<double> kDropped = {0.880, 0.890, 0.875, 0.885, 0.895, 0.870};  // exactly 2 points lower
+// 2 points lower on average, each seed's drop 1.9 or 2.1 (a spread: with none
+// the gate cannot estimate the noise and says inconclusive)
+const std::vector<double> kDropped = {0.881, 0.889, 0.876, 0.884, 0.896, 0.869};
 
 TEST_F(GateCli, EquivalentPairedExitsZero) {
   write_ensemble(root_ / "fp32", accuracies(kSeeds, kBaseline, "fp32"));
@@ -595,7 +653,8 @@ TEST_F(GateCli, BadInputExitsTwoWithAClearMessage) {
       g.push_back(r);
     }
     write_ensemble(root_ / "gan", g);
-    expect_bad_input("--baseline gan --candidate gan --metric accuracy --margin 1",
+    write_ensemble(root_ / "gan2", g);
+    expect_bad_input("--baseline gan --candidate gan2 --metric accuracy --margin 1",
                      {"gan/seed-1/summary.json", "no \"test_accuracy\"", "fid"});
     expect_bad_input("--baseline fp32 --candidate o2 --metric fid --margin 1", {"no \"fid\"", "test_accuracy"});
     auto c = accuracies(kSeeds, kClose, "o2");
@@ -629,8 +688,37 @@ TEST_F(GateCli, BadInputExitsTwoWithAClearMessage) {
   }
 }
 
+// The same directory on both sides is refused (exit 2). Identical accuracies
+// on both sides take the accuracy's steps as their spread (equivalence.h):
+// 2 seeds on a 10-example test set (steps of 10 points) prove nothing at a
+// margin of 1 point; 6 seeds on 1000 examples (steps of 0.1) do.
+TEST_F(GateCli, NoSpreadTakesTheAccuracysStepsAsItsSpread) {
+  write_ensemble(root_ / "fp32", accuracies(kSeeds, kBaseline, "fp32"));
+  expect_bad_input("--baseline fp32 --candidate fp32 --metric accuracy --margin 1", {"same directory"});
+  expect_bad_input("--baseline fp32 --candidate ./fp32/ --metric accuracy --margin 1", {"same directory"});
+  write_ensemble(root_ / "o2", accuracies(kSeeds, kBaseline, "o2"));  // the same accuracies, seed for seed
+  const json j = gate_json("--baseline fp32 --candidate o2 --metric accuracy --margin 1", 0);
+  EXPECT_NEAR(j["resolution_spread"].get<double>(), 0.1, 1e-12);
+  // se = (0.1 / sqrt(6)) / sqrt(6) over 6 pairs, df 5
+  EXPECT_NEAR(j["standard_error"].get<double>(), 0.1 / 6.0, 1e-12);
+  EXPECT_NE(j["line"].get<std::string>().find("no spread between the runs"), std::string::npos);
+
+  auto small = [&](const std::string& recipe) {
+    auto runs = accuracies({1, 2}, {0.9, 0.8}, recipe);
+    for (RunSpec& r : runs) r.test_size = 10;
+    return runs;
+  };
+  write_ensemble(root_ / "fp32-small", small("fp32"));
+  write_ensemble(root_ / "o2-small", small("o2"));
+  const Outcome o = gate("--baseline fp32-small --candidate o2-small --metric accuracy --margin 1");
+  EXPECT_EQ(o.exit_code, 3) << o.out_err;
+  EXPECT_EQ(o.out.rfind("INCONCLUSIVE (accuracy)", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("steps of 10 points"), std::string::npos) << o.out;
+}
+
 TEST_F(GateCli, BadStepLogsExitTwoWithTheLine) {
-  auto b = accuracies({1, 2, 3}, {0.9, 0.91, 0.92}, "fp32"), c = accuracies({1, 2, 3}, {0.9, 0.91, 0.92}, "o2");
+  auto b = accuracies({1, 2, 3}, {0.9, 0.91, 0.92}, "fp32"), c = accuracies({1, 2, 3}, {0.901, 0.908, 0.921}, "o2");
+  c[0].loss_offset = 0.001, c[1].loss_offset = -0.002, c[2].loss_offset = 0.0005;  // a spread between the seeds
   write_ensemble(root_ / "fp32", b);
   write_ensemble(root_ / "o2", c);
   const std::string loss = "--baseline fp32 --candidate o2 --metric loss --margin 0.1";

@@ -94,7 +94,12 @@ TEST(ParityTableExperiment, RowsEqualAnIndependentRecomputationFromTheRunDirecto
       const double mu = mean(v);
       return std::sqrt(((v[0] - mu) * (v[0] - mu) + (v[1] - mu) * (v[1] - mu) + (v[2] - mu) * (v[2] - mu)) / 2);
     };
-    const double half = t95_df2 * sd(d) / std::sqrt(3.0);
+    // With no spread between the pairs, the gate takes the rounding to the
+    // accuracy's steps (100/test_size points) as their spread: res/sqrt(6) for
+    // a difference of two values each uniform within +-res/2 (equivalence.h).
+    const double resolution = 100.0 / static_cast<double>(c.test_size);
+    const double spread = sd(d) > 0 ? sd(d) : resolution / std::sqrt(6.0);
+    const double half = t95_df2 * spread / std::sqrt(3.0);
     ASSERT_TRUE(row.accuracy.test.has_value());
     const auto& t = *row.accuracy.test;
     EXPECT_EQ(mpverify::metrics::to_string(t.method), std::string("paired"));
@@ -103,6 +108,7 @@ TEST(ParityTableExperiment, RowsEqualAnIndependentRecomputationFromTheRunDirecto
     EXPECT_NEAR(t.mean_candidate, mean(m), 1e-9);
     EXPECT_NEAR(t.difference, mean(d), 1e-9);
     EXPECT_NEAR(t.sd_difference, sd(d), 1e-9);
+    EXPECT_EQ(t.resolution_spread > 0, sd(d) == 0);
     EXPECT_NEAR(t.lower, mean(d) - half, 1e-6 * half + 1e-9);
     EXPECT_NEAR(t.upper, mean(d) + half, 1e-6 * half + 1e-9);
     const char* verdict = (mean(d) - half > -1 && mean(d) + half < 1)    ? "equivalent"

@@ -8,6 +8,7 @@
 // Exit codes: 0 equivalent, 1 not equivalent, 2 bad input (no verdict, no
 // report written, nothing on stdout), 3 inconclusive.
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -80,6 +81,13 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
                         else throw UsageError("--method must be auto, paired or welch, not '" + o->method + "'");
                         // Every failure before the verdict is the input's: exit 2, never main's 1,
                         // which would read as "not equivalent".
+                        {
+                          std::error_code same_error;
+                          if (std::filesystem::equivalent(o->baseline, o->candidate, same_error))
+                            throw UsageError("--baseline and --candidate name the same directory (" + o->candidate +
+                                             "): a run compared with itself shows no spread and proves nothing; "
+                                             "give the candidate recipe's runs");
+                        }
                         metrics::GateResult result;
                         try {
                           const bool steps = options.metric == metrics::GateMetric::loss;

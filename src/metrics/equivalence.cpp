@@ -65,16 +65,18 @@ void finish(EquivalenceResult& r, const EquivalenceOptions& o) {
     r.upper = r.difference + r.quantile * r.standard_error;
     r.p_lower = student_t_upper_tail((r.difference + o.margin) / r.standard_error, r.df);
     r.p_upper = student_t_upper_tail((o.margin - r.difference) / r.standard_error, r.df);
-  } else {
+  } else {  // no spread, no estimate of the noise: no test (see the header)
     r.lower = r.upper = r.difference;
-    r.p_lower = r.difference > -o.margin ? 0.0 : 1.0;
-    r.p_upper = r.difference < o.margin ? 0.0 : 1.0;
+    r.p_lower = r.p_upper = 1.0;
+    r.verdict = Verdict::inconclusive;
+    return;
   }
   r.verdict = classify_interval(r.lower, r.upper, o.margin);
 }
 
 // The smallest n in (current, kMaxSeedsNeeded] with half_width(n) < target,
-// where half_width decreases in n; nullopt when none.
+// where half_width decreases in n and half_width(current) >= target (or
+// current is below every count that half_width takes); nullopt when none.
 template <class HalfWidth>
 std::optional<std::size_t> smallest_n(std::size_t current, double target, HalfWidth half_width) {
   if (!(target > 0)) return std::nullopt;
@@ -164,13 +166,22 @@ EquivalenceResult welch_tost(std::span<const double> baseline, std::span<const d
       std::sqrt(var_b / static_cast<double>(r.n_baseline) + var_c / static_cast<double>(r.n_candidate));
   // With both variances 0 the df formula is 0/0; the interval is a point then
   // and the quantile unused, so any df serves: the pooled n_b + n_c - 2.
-  r.df = r.standard_error > 0 ? welch_df(var_b, r.n_baseline, var_c, r.n_candidate)
+  double spread_b = var_b, spread_c = var_c;  // what the test and the planning use
+  if (!(r.standard_error > 0) && options.resolution > 0) {  // see the header: the rounding as the spread
+    spread_b = spread_c = options.resolution * options.resolution / 12;
+    r.standard_error = std::sqrt(spread_b / static_cast<double>(r.n_baseline) +
+                                 spread_c / static_cast<double>(r.n_candidate));
+    r.resolution_spread = options.resolution;
+  }
+  r.df = r.standard_error > 0 ? welch_df(spread_b, r.n_baseline, spread_c, r.n_candidate)
                               : static_cast<double>(r.n_baseline + r.n_candidate - 2);
   finish(r, options);
+  // Planned as n per side: the search starts at 2, since with unequal sides
+  // the larger count may already suffice (only the smaller side needs more).
   if (options.estimate_seeds_needed && r.verdict == Verdict::inconclusive && r.standard_error > 0)
-    r.seeds_needed = smallest_n(std::max(r.n_baseline, r.n_candidate), target_for(r), [&](std::size_t n) {
-      const double se = std::sqrt((var_b + var_c) / static_cast<double>(n));
-      return student_t_quantile(1 - options.alpha, welch_df(var_b, n, var_c, n)) * se;
+    r.seeds_needed = smallest_n(1, target_for(r), [&](std::size_t n) {
+      const double se = std::sqrt((spread_b + spread_c) / static_cast<double>(n));
+      return student_t_quantile(1 - options.alpha, welch_df(spread_b, n, spread_c, n)) * se;
     });
   return r;
 }
@@ -195,12 +206,17 @@ EquivalenceResult paired_tost(std::span<const double> baseline, std::span<const 
   r.difference = mean_of(differences);
   const double var_d = variance_of(differences, r.difference);
   r.sd_difference = std::sqrt(var_d);
-  r.standard_error = r.sd_difference / std::sqrt(static_cast<double>(n));
+  double spread_d = r.sd_difference;  // what the test and the planning use
+  if (!(r.sd_difference > 0) && options.resolution > 0) {  // see the header: the rounding as the spread
+    spread_d = options.resolution / std::sqrt(6.0);
+    r.resolution_spread = options.resolution;
+  }
+  r.standard_error = spread_d / std::sqrt(static_cast<double>(n));
   r.df = static_cast<double>(n - 1);
   finish(r, options);
   if (options.estimate_seeds_needed && r.verdict == Verdict::inconclusive && r.standard_error > 0)
     r.seeds_needed = smallest_n(n, target_for(r), [&](std::size_t m) {
-      return student_t_quantile(1 - options.alpha, static_cast<double>(m - 1)) * r.sd_difference /
+      return student_t_quantile(1 - options.alpha, static_cast<double>(m - 1)) * spread_d /
              std::sqrt(static_cast<double>(m));
     });
   return r;

@@ -34,8 +34,21 @@
 //            sampling noise only, NOT seed-to-seed variance; the gate says so.
 // Student-t and normal quantiles come from Boost.Math.
 //
-// When se is 0 (every value identical on both sides) the interval is the point
-// [d, d] and the p-values are 0 or 1 by which side of the margin d lies on.
+// When se is 0 (no spread between the runs: every value equal on each side,
+// or every per-seed difference equal) the sample says nothing of the noise.
+// A zero spread from 2 or 3 runs is what a coarse metric gives (accuracy on a
+// small test set moves in steps of 100/test_size points), not evidence: taken
+// at face value, 2 seeds per side with accuracy rounded to 1 point passed
+// about 25% of pairs whose true gap equals the margin, where the test promises
+// at most alpha (5%). So:
+//  - with options.resolution > 0 (the spacing of the values), the rounding to
+//    that grid is taken as the spread: each value uniform within +-res/2,
+//    variance res^2/12 (res^2/6 for a paired difference), and the test runs
+//    on that (`resolution_spread` holds res then). Identical runs then pass once
+//    there are enough of them for that spread: never on 2 seeds at a margin
+//    of a few res;
+//  - without one (continuous values) the verdict is inconclusive: interval
+//    [d, d], p-values 1, no seeds_needed.
 //
 // seeds_needed (inconclusive only, welch/paired): the smallest number of runs
 // per side (pairs for paired) with which the interval would have been
@@ -64,6 +77,7 @@ struct EquivalenceOptions {
       : margin(margin_), alpha(alpha_), estimate_seeds_needed(estimate_seeds_needed_) {}
   double margin = 0;    // > 0, finite, in the values' unit
   double alpha = 0.05;  // in (0, 0.5)
+  double resolution = 0;  // the spacing of the values (accuracy: 100/test_size points); 0: continuous
   bool estimate_seeds_needed = true;  // false skips the search (simulations call the tests millions of times)
 };
 
@@ -83,6 +97,7 @@ struct EquivalenceResult {
   // Equivalent exactly when both are < alpha (up to ties at the boundary).
   double p_lower = 1, p_upper = 1;
   double margin = 0, alpha = 0;
+  double resolution_spread = 0;  // > 0: the observed spread was 0 and this resolution stood in for it
   std::optional<std::size_t> seeds_needed;
 };
 

@@ -424,7 +424,16 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
         return g;
       }
 
-  const EquivalenceOptions eo{options.margin, options.alpha};
+  EquivalenceOptions eo{options.margin, options.alpha};
+  // Accuracy moves in steps of 100/test_size points: the spread a zero sample
+  // spread stands for (equivalence.h). The sizes are equal on all runs (checked).
+  if (options.metric == GateMetric::accuracy)
+    for (const RunDirectory* run : all)
+      if (const auto e = run->summary.find("evaluation"); e != run->summary.end() && e->is_object())
+        if (const auto n = e->find("test_size"); n != e->end() && n->is_number() && n->get<double>() >= 1) {
+          eo.resolution = 100.0 / n->get<double>();
+          break;
+        }
   if (single_fid) {
     g.test = normal_stderr_tost(*b.outcomes[0].value, *b.outcomes[0].stderr_value, *c.outcomes[0].value,
                                 *c.outcomes[0].stderr_value, eo);
@@ -483,7 +492,13 @@ std::string gate_verdict_line(const GateResult& g) {
   else
     line += "one run per side, bootstrap errors only (seed-to-seed variance not covered)";
   line += ", alpha " + number_text(t.alpha);
-  if (g.verdict == Verdict::inconclusive) {
+  if (t.resolution_spread > 0)
+    line += "; no spread between the runs, so their spread is taken to be the rounding to the accuracy's steps of " +
+            number_text(t.resolution_spread) + " points (one test example)";
+  if (g.verdict == Verdict::inconclusive && !(t.standard_error > 0)) {
+    line += "; no spread between the runs (standard error 0), so no estimate of their noise: identical runs, or a "
+            "metric too coarse to show it (e.g. accuracy on a small test set); use more seeds or a larger test set";
+  } else if (g.verdict == Verdict::inconclusive) {
     line += "; need more seeds";
     if (t.seeds_needed)
       line += ": about " + std::to_string(*t.seeds_needed) +
@@ -519,6 +534,7 @@ nlohmann::ordered_json gate_json(const GateResult& g) {
     j["mean_candidate"] = t.mean_candidate;
     j["sd_baseline"] = t.sd_baseline;
     j["sd_candidate"] = t.sd_candidate;
+    j["sd_difference"] = t.method == EquivalenceMethod::paired ? oj(t.sd_difference) : oj(nullptr);
     j["difference"] = t.difference;
     j["standard_error"] = t.standard_error;
     j["df"] = std::isfinite(t.df) ? oj(t.df) : oj(nullptr);
@@ -528,6 +544,7 @@ nlohmann::ordered_json gate_json(const GateResult& g) {
     j["p_lower"] = t.p_lower;
     j["p_upper"] = t.p_upper;
     j["seeds_needed"] = t.seeds_needed ? oj(*t.seeds_needed) : oj(nullptr);
+    j["resolution_spread"] = t.resolution_spread > 0 ? oj(t.resolution_spread) : oj(nullptr);
   } else {
     j["method"] = nullptr;
     j["n_baseline"] = g.baseline_runs.size();
