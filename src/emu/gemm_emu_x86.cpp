@@ -276,7 +276,7 @@ __attribute__((target("avx512f,avx2,popcnt"))) bool fp16_tile(const float* a_row
 // (R <= 8).
 template <bool Count, int R>
 __attribute__((target("avx512f,avx2,popcnt"))) void fp16_tiles(const float* A, const float* B, float* acc, int m,
-                                                        int n_whole, int n, int k, Counters* counters) {
+                                                               int n_whole, int n, int k, Counters* counters) {
   std::vector<float> panel(static_cast<std::size_t>(k) * 32);
   for (int j0 = 0; j0 < n_whole; j0 += 32) {
     for (int kk = 0; kk < k; ++kk)

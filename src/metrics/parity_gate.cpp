@@ -120,14 +120,21 @@ void check_same(const std::vector<const RunDirectory*>& runs, const std::vector<
     }
 }
 
+// summary.evaluation[key] (null when absent); nullopt when the run has no evaluation.
+std::optional<json> evaluation_entry(const RunDirectory& run, const char* key) {
+  const auto e = run.summary.find("evaluation");
+  if (e == run.summary.end() || !e->is_object()) return std::nullopt;
+  const auto v = e->find(key);
+  return v == e->end() ? json(nullptr) : *v;
+}
+
 void check_same_evaluation_size(const std::vector<const RunDirectory*>& runs, const char* key) {
   std::optional<json> first;
   const RunDirectory* first_run = nullptr;
   for (const RunDirectory* run : runs) {
-    const auto e = run->summary.find("evaluation");
-    if (e == run->summary.end() || !e->is_object()) continue;
-    const auto v = e->find(key);
-    json value = v == e->end() ? json(nullptr) : *v;
+    const std::optional<json> entry = evaluation_entry(*run, key);
+    if (!entry) continue;
+    json value = *entry;
     // The extractor is its bytes (sha256), whatever the file was called.
     if (std::string(key) == "extractor" && value.is_object() && value.contains("sha256")) value = value["sha256"];
     if (!first) {
@@ -426,14 +433,11 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
 
   EquivalenceOptions eo{options.margin, options.alpha};
   // Accuracy moves in steps of 100/test_size points: the spread a zero sample
-  // spread stands for (equivalence.h). The sizes are equal on all runs (checked).
+  // spread stands for (equivalence.h). Every run has an evaluation (the values
+  // came from it) and the same test_size (checked above).
   if (options.metric == GateMetric::accuracy)
-    for (const RunDirectory* run : all)
-      if (const auto e = run->summary.find("evaluation"); e != run->summary.end() && e->is_object())
-        if (const auto n = e->find("test_size"); n != e->end() && n->is_number() && n->get<double>() >= 1) {
-          eo.resolution = 100.0 / n->get<double>();
-          break;
-        }
+    if (const auto n = evaluation_entry(*all.front(), "test_size"); n && n->is_number() && n->get<double>() >= 1)
+      eo.resolution = 100.0 / n->get<double>();
   if (single_fid) {
     g.test = normal_stderr_tost(*b.outcomes[0].value, *b.outcomes[0].stderr_value, *c.outcomes[0].value,
                                 *c.outcomes[0].stderr_value, eo);
