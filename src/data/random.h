@@ -21,10 +21,7 @@ class Draws {
   std::uint32_t next_u32() {
     const std::uint64_t block = position_ >> 2;
     if (!have_block_ || block != block_) {
-      words_ = formats::philox4x32_10(
-          {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-           static_cast<std::uint32_t>(stream_), static_cast<std::uint32_t>(stream_ >> 32)},
-          {static_cast<std::uint32_t>(seed_), static_cast<std::uint32_t>(seed_ >> 32)});
+      words_ = formats::philox_block(seed_, stream_, block);
       block_ = block;
       have_block_ = true;
     }

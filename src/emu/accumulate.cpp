@@ -28,10 +28,7 @@ double add_in_format_generic(const formats::Format& format, double sum, double a
     } else {
       count_rounding(*counters, format, sum + addend, bits, flags);
     }
-    if (addend != 0 && std::isfinite(addend) && std::isfinite(sum)) {
-      counters->addends_nonzero += 1;
-      counters->swamped += result == sum;
-    }
+    count_update(*counters, sum, addend, result);
   }
   return result;
 }

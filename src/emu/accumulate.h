@@ -39,8 +39,7 @@ inline double add_in_format(const formats::Format& format, NativeFormat native, 
   if (!sum_natively(native, sum, addend, r)) return detail::add_in_format_generic(format, sum, addend, counters);
   if (counters) {
     count_native_rounding(*counters, sum + addend, r.inexact);
-    counters->addends_nonzero += addend != 0;  // both finite in the native domain
-    counters->swamped += addend != 0 && r.value == sum;
+    count_update(*counters, sum, addend, r.value);
   }
   return r.value;
 }

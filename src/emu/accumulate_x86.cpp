@@ -9,6 +9,7 @@
 #include "emu/accumulate.h"
 #include "emu/quantize.h"
 #include "emu/quantize_simd.h"
+#include "formats/two_sum_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -38,9 +39,7 @@ MPVERIFY_TARGET inline __mmask8 step(__m512d s, __m512d t, __m512d& value, __mma
   const __m512d zero = _mm512_setzero_pd(), infinity = _mm512_set1_pd(__builtin_inf());
   const __m512i one = _mm512_set1_epi64(1);
   const __m512d r = _mm512_add_pd(s, t);
-  // TwoSum (Knuth): r + e == s + t exactly
-  const __m512d b_virtual = _mm512_sub_pd(r, s);
-  const __m512d e = _mm512_add_pd(_mm512_sub_pd(s, _mm512_sub_pd(r, b_virtual)), _mm512_sub_pd(t, b_virtual));
+  const __m512d e = formats::two_sum_error_avx512(s, t, r);  // r + e == s + t exactly
   const __mmask8 finite = _mm512_cmp_pd_mask(_mm512_abs_pd(r), infinity, _CMP_LT_OQ) &
                           _mm512_cmp_pd_mask(_mm512_abs_pd(s), infinity, _CMP_LT_OQ) &
                           _mm512_cmp_pd_mask(_mm512_abs_pd(t), infinity, _CMP_LT_OQ);
@@ -105,6 +104,7 @@ MPVERIFY_TARGET std::size_t lanes_kernel(const formats::Format& format, NativeFo
       continue;
     }
     if constexpr (Count) {
+      // count_update (counters.h) on masks: every lane here is finite, so an update is t != 0.
       const __mmask8 addend = _mm512_cmp_pd_mask(t, zero, _CMP_NEQ_OQ);
       c.elements += 8;
       c.zeros += count(_mm512_cmp_pd_mask(_mm512_add_pd(s, t), zero, _CMP_EQ_OQ));

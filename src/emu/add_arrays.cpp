@@ -37,10 +37,7 @@ void add_loop(std::span<const float> w, std::span<const float> u, std::span<floa
     out[i] = result;
     if constexpr (Count) {
       count_rounding(local, spec.format, wi + ui, bits, flags);
-      if (ui != 0 && std::isfinite(ui) && std::isfinite(wi)) {
-        local.addends_nonzero += 1;
-        local.swamped += static_cast<double>(result) == wi;
-      }
+      count_update(local, wi, ui, result);
     }
   }
   if constexpr (Count) *counters += local;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "emu/lost_update.h"
 #include "formats/flags.h"
 #include "formats/format.h"
 
@@ -24,8 +25,8 @@ struct Counters {
   std::uint64_t subnormal = 0;          // non-zero subnormal results
   std::uint64_t overflow = 0;           // IEEE overflow flag (to inf, NaN or saturated)
   std::uint64_t nan_created = 0;        // NaN results from non-NaN exact values
-  std::uint64_t addends_nonzero = 0;    // additions w + u with u != 0, both finite
-  std::uint64_t swamped = 0;            // ... whose result equals w: a lost update
+  std::uint64_t addends_nonzero = 0;    // additions w + u that are updates (lost_update.h: is_update)
+  std::uint64_t swamped = 0;            // ... whose result equals w: a lost update (is_lost_update)
 
   Counters& operator+=(const Counters& other);
   friend bool operator==(const Counters&, const Counters&) = default;
@@ -36,6 +37,13 @@ struct Counters {
 // `exact` is the value that was rounded (its NaN-ness and finiteness count too).
 void count_rounding(Counters& c, const formats::Format& f, double exact, std::uint32_t result_bits,
                     formats::Flags flags);
+
+// The one definition of how an addition w + u is counted as an update, and
+// as a lost one (lost_update.h), besides its rounding (count_rounding).
+inline void count_update(Counters& c, double w, double u, double result) {
+  c.addends_nonzero += is_update(w, u);
+  c.swamped += is_lost_update(w, u, result);
+}
 
 // Counters for many sites, merged by name.
 class CounterSet {

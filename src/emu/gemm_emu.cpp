@@ -112,10 +112,7 @@ void accumulate_fp16(const GemmShape& s, std::span<const float> A, std::span<con
           c = formats::to_float(fp16, bits, flags);
           if (counters) {
             count_rounding(local, fp16, product + before, bits, flags);
-            if (product != 0 && std::isfinite(product) && std::isfinite(before)) {
-              local.addends_nonzero += 1;
-              local.swamped += static_cast<double>(c) == before;
-            }
+            count_update(local, before, product, c);
           }
         }
       }

@@ -96,7 +96,8 @@ __attribute__((target("avx512f"))) inline __m512 fp16_step(__m512 va, __m512 vb,
     // is no fp16 value; when exact, odd is x. (NaN compares unequal: not counted.)
     const __mmask16 inexact = _mm512_cmp_ps_mask(result, odd, _CMP_NEQ_OQ);
     bump(n.inexact, inexact);
-    // Swamping: a*b != 0 (exact in float), a*b and c finite, and the result is c.
+    // count_update (counters.h) on masks, with w = c and u = a*b (exact in float):
+    // an update is a*b != 0 with a*b and c finite, lost when the result is c.
     const __m512 product = _mm512_mul_ps(va, vb);
     const __mmask16 addend = _mm512_cmp_ps_mask(product, zero, _CMP_NEQ_OQ) &
                              _mm512_cmp_ps_mask(_mm512_abs_ps(product), infinity, _CMP_LT_OQ) &

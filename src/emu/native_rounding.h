@@ -26,6 +26,7 @@
 
 #include "emu/counters.h"
 #include "formats/format.h"
+#include "formats/two_sum.h"
 
 namespace mpverify::emu {
 
@@ -107,9 +108,7 @@ inline bool sum_natively(NativeFormat format, double a, double b, NativeResult& 
   if (format == NativeFormat::none) return false;
   const double r = a + b;
   if (!std::isfinite(r) || !std::isfinite(a) || !std::isfinite(b)) return false;
-  // TwoSum (Knuth): r + e == a + b exactly, for finite a, b and r.
-  const double b_virtual = r - a;
-  const double e = (a - (r - b_virtual)) + (b - b_virtual);
+  const double e = formats::two_sum_error(a, b, r);  // r + e == a + b exactly (finite a, b, r)
   // Inexact: r != 0, since a non-zero exact sum of doubles is at least the
   // smallest subnormal. (A select rather than a branch: exact and inexact
   // sums alternate unpredictably.)

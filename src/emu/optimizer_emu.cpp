@@ -29,10 +29,9 @@ void decay_weights(std::span<float> w, float c, const formats::Format& f, Counte
     const float result = formats::to_float(f, bits, flags);
     if (counters) {
       count_rounding(local, f, exact, bits, flags);
-      if (std::isfinite(exact) && exact != wi) {
-        local.addends_nonzero += 1;
-        local.swamped += result == wi;
-      }
+      // The decay as an update u = w*c - w: exact - wi in double is non-zero exactly when
+      // exact != wi (a difference of distinct doubles never rounds to zero) and finite when exact is.
+      count_update(local, wi, exact - static_cast<double>(wi), result);
     }
     wi = result;
   }

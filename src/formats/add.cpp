@@ -3,6 +3,7 @@
 #include "formats/arithmetic.h"
 #include "formats/round_pack.h"
 #include "formats/specialize.h"
+#include "formats/two_sum.h"
 
 namespace mpverify::formats {
 
@@ -30,7 +31,7 @@ std::uint32_t sum_to_format(const Format& f, double x, double y, const RoundingC
                                                                                       : rc.mode == Rounding::down;
     return zero_bits(f, negative);
   }
-  const double error = detail::two_sum_error(x, y, sum);
+  const double error = two_sum_error(x, y, sum);
   return round_pack(f, std::signbit(sum), std::fabs(sum), detail::residual_sign(sum, error), rc, flags);
 }
 

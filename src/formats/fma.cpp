@@ -3,6 +3,7 @@
 #include "formats/arithmetic.h"
 #include "formats/round_pack.h"
 #include "formats/specialize.h"
+#include "formats/two_sum.h"
 
 namespace mpverify::formats {
 
@@ -43,7 +44,7 @@ std::uint32_t fma(const Format& f, std::uint32_t a, std::uint32_t b, std::uint32
                               : rc.mode == Rounding::down;
     return zero_bits(f, negative);
   }
-  const double error = detail::two_sum_error(product, z, sum);
+  const double error = two_sum_error(product, z, sum);
   return round_pack(f, std::signbit(sum), std::fabs(sum), detail::residual_sign(sum, error), rc, flags);
 }
 

@@ -8,11 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define MPVERIFY_HOST_DEVICE __host__ __device__
-#else
-#define MPVERIFY_HOST_DEVICE
-#endif
+#include "formats/host_device.h"
 
 namespace mpverify::formats {
 
@@ -30,16 +26,23 @@ MPVERIFY_HOST_DEVICE constexpr std::array<std::uint32_t, 4> philox4x32_10(std::a
   return counter;
 }
 
+// The four words of block `block` of stream `stream` under `seed`: the
+// counter is (block, stream) and the key the seed, each as two 32-bit halves,
+// low half first. The one mapping from the project's (seed, stream, position)
+// to Philox's counter and key; every consumer goes through it.
+MPVERIFY_HOST_DEVICE constexpr std::array<std::uint32_t, 4> philox_block(std::uint64_t seed, std::uint64_t stream,
+                                                                        std::uint64_t block) {
+  return philox4x32_10(
+      {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), static_cast<std::uint32_t>(stream),
+       static_cast<std::uint32_t>(stream >> 32)},
+      {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
+}
+
 // The 32-bit draw for element `index` of stream `stream` under `seed`: one
 // Philox block serves four consecutive elements.
 MPVERIFY_HOST_DEVICE constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uint64_t stream,
                                                              std::uint64_t index) {
-  const std::uint64_t block = index >> 2;
-  const auto words = philox4x32_10(
-      {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), static_cast<std::uint32_t>(stream),
-       static_cast<std::uint32_t>(stream >> 32)},
-      {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
-  return words[index & 3];
+  return philox_block(seed, stream, index >> 2)[index & 3];
 }
 
 }  // namespace mpverify::formats

@@ -48,11 +48,4 @@ inline int residual_sign(double approx, double error) {
   return (error > 0) == (approx > 0) ? 1 : -1;
 }
 
-// Knuth's TwoSum: the exact rounding error of s = a + b (no overflow here).
-inline double two_sum_error(double a, double b, double s) {
-  const double b_virtual = s - a;
-  const double a_virtual = s - b_virtual;
-  return (a - a_virtual) + (b - b_virtual);
-}
-
 }  // namespace mpverify::formats::detail

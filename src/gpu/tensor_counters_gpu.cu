@@ -23,6 +23,8 @@
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
 #include "gpu/tensor_counters_gpu.h"
+#include "emu/lost_update.h"
+#include "formats/two_sum.h"
 
 namespace mpverify::gpu {
 
@@ -191,10 +193,8 @@ struct RoundedToOdd {
 
 __host__ __device__ inline RoundedToOdd sum_round_to_odd(float w, float u) {
   const double a = w, b = u;
-  const double s = a + b;  // exact sum = s + e (Knuth's TwoSum; no overflow in double)
-  const double b_virtual = s - a;
-  const double a_virtual = s - b_virtual;
-  const double e = (a - a_virtual) + (b - b_virtual);
+  const double s = a + b;
+  const double e = formats::two_sum_error(a, b, s);  // exact sum = s + e (no overflow in double)
   // To odd at double precision: when inexact and s is even, the exact sum
   // lies strictly between s and its odd neighbour on the exact sum's side.
   std::uint64_t sb = double_bits(s);
@@ -222,10 +222,8 @@ __host__ __device__ inline void count_addition(const Limits& lim, float w, float
   } else {
     r = count_rounding_element<F>(lim, w + u, false, t);
   }
-  if (u != 0.0f && u_finite && w_finite) {
-    t.add(c_addends_nonzero, true);
-    t.add(c_swamped, r == w);
-  }
+  t.add(c_addends_nonzero, emu::is_update(w, u));
+  t.add(c_swamped, emu::is_lost_update(w, u, r));
 }
 
 // --- kernels -----------------------------------------------------------------
