@@ -165,9 +165,11 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
     std::vector<report::HistogramSeries> series;
     for (const analysis::ScaleStats& s : a.total) series.push_back({"scale " + fixed(s.scale, "%.9g"), s.histogram});
     const emu::FormatThresholds t = emu::format_thresholds(f);
+    // The largest finite value sits at the top of its binade (fp16's 65504 is
+    // 2^16 - 2^5): its mark is the binade's right edge, where overflow starts.
     const std::vector<report::AxisMark> marks = {{"min subnormal", t.min_subnormal_exponent},
                                                  {"min normal", t.min_normal_exponent},
-                                                 {"max finite", t.max_finite_exponent}};
+                                                 {"max finite", t.max_finite_exponent + 1}};
     record::write_file_atomically(o.plot, report::svg_histogram("x * S of " + o.path + " against " + f.name, series, marks));
   }
   if (!o.json_out.empty()) emit(o.json_out, j.dump(1) + "\n");

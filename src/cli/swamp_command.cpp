@@ -116,7 +116,8 @@ int run_swamp(const SwampOptions& o, const CLI::App& app) {
   if (!o.plot.empty()) {
     const std::vector<report::AxisMark> marks = {{"bf16 2^8", 8}, {"fp16 2^11", 11}, {"fp32 2^24", 24}};
     record::write_file_atomically(o.plot, report::svg_histogram("|w| / |u| of " + o.weights,
-                                                                {{"all tensors", a.total.ratio_histogram}}, marks));
+                                                                {{"all tensors", a.total.ratio_histogram}}, marks,
+                                                                "log2(|w|/|u|)"));
   }
   if (!o.json_out.empty()) emit(o.json_out, j.dump(1) + "\n");
   if (!o.csv_out.empty()) emit(o.csv_out, csv.str());
