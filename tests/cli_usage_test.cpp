@@ -1,7 +1,8 @@
 // The `mpverify` program's own command line, run as a user runs it:
 // --version prints the CMake project's version; a misspelt or unknown option
 // is named as unknown (before any "--x is required" it caused), with the
-// command's help to look at and exit code 2.
+// command's help to look at and exit code 2; analyze's and swamp's help
+// define what they print.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -55,6 +56,25 @@ TEST(CliUsage, OtherUsageErrorsStillSayWhatIsWrong) {
   const auto r = run_command(cli("analyze --format fp16"), "", true);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("mpverify analyze: error: path is required"), std::string::npos) << r.out;
+}
+
+TEST(CliUsage, AnalyzeHelpDefinesHeadroomAndEveryRateItPrints) {
+  const auto r = run_command(cli("analyze --help"), "");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* term : {"nonzero ", "to-zero (underflow) ", "subnormal ", "overflow ", "headroom ",
+                           "log2(max finite / (S * max |x|))", "the denominator of every rate"})
+    EXPECT_NE(r.out.find(term), std::string::npos) << term;
+}
+
+TEST(CliUsage, SwampHelpDefinesItsRatesAndSaysWhatTheRatioRuleIs) {
+  const auto r = run_command(cli("swamp --help"), "");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* term : {"updates ", "lost ", "swamping rate", "+master", "2^p column", "rule of thumb",
+                           "needs |w|/|u| >= 2^p", "|w|/|u| > 2^(p+1) loses it for every w",
+                           "w = 2047, u = 0.8999"})
+    EXPECT_NE(r.out.find(term), std::string::npos) << term;
+  // The ratio alone does not decide a loss between 2^p and 2^(p+1).
+  EXPECT_EQ(r.out.find("beyond 2^p an update is lost"), std::string::npos);
 }
 
 }  // namespace
