@@ -137,6 +137,17 @@ TEST(SvgIntervalPlot, NoMarkSitsOnTheFrame) {
   }
 }
 
+TEST(SvgIntervalPlot, ValuesAndEstimatesDifferInMarkerAndColour) {
+  const XmlElement root = XmlReader(svg_interval_plot(sample())).parse();
+  const XmlElement* values = groups_of(root, "values")[0];
+  const XmlElement* interval = groups_of(root, "interval")[0];
+  EXPECT_FALSE(values->all("circle").empty());  // the values: dots
+  EXPECT_TRUE(values->all("rect").empty());
+  ASSERT_NE(interval->first("rect"), nullptr);  // the estimate: a square
+  EXPECT_TRUE(interval->all("circle").empty());
+  EXPECT_NE(values->attributes.at("fill"), interval->first("rect")->attributes.at("fill"));
+}
+
 TEST(SvgIntervalPlot, AZeroWidthRangeIsWidenedAndTheMarginAlwaysShows) {
   IntervalPlot p;
   p.margin = 0.5;
