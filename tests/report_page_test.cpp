@@ -1,5 +1,6 @@
 // The report building blocks: the SVG line chart (every point where the
-// documented geometry puts it, recomputed here; broken lines; the log2 axis;
+// documented geometry puts it, recomputed here; padded axes, so that no point
+// is on the frame; markers that tell series apart; broken lines; the log2 axis;
 // escaping; well-formed XML) and the HTML page of Markdown reports (parsed
 // back by a strict XML reader: structure, inlined figures, escaping, links,
 // refusal of images that would make the page depend on something outside it).
@@ -50,14 +51,59 @@ std::vector<std::pair<double, double>> polyline_points(const XmlElement& polylin
 // the decimal read back (far below 1e-9 at these magnitudes).
 constexpr double kPrinted = 0.005 + 1e-9;
 
-// The documented mapping, computed here from the chart's constants.
+// The documented mapping, computed here from the chart's constants: the data's
+// extent [lo, hi] padded by kLineChartPad of its width on each side.
+double padded_lo(double lo, double hi) { return lo - mpverify::report::kLineChartPad * (hi - lo); }
+double padded_hi(double lo, double hi) { return hi + mpverify::report::kLineChartPad * (hi - lo); }
 double px(double x, double lo, double hi) {
-  return mpverify::report::kLineChartLeft + (x - lo) / (hi - lo) * mpverify::report::kLineChartPlotWidth;
+  const double a = padded_lo(lo, hi), b = padded_hi(lo, hi);
+  return mpverify::report::kLineChartLeft + (x - a) / (b - a) * mpverify::report::kLineChartPlotWidth;
 }
 double py(double y, double lo, double hi) {
+  const double a = padded_lo(lo, hi), b = padded_hi(lo, hi);
   return mpverify::report::kLineChartTop + mpverify::report::kLineChartPlotHeight -
-         (y - lo) / (hi - lo) * mpverify::report::kLineChartPlotHeight;
+         (y - a) / (b - a) * mpverify::report::kLineChartPlotHeight;
 }
+
+// The series' <g class="series"> groups, in order.
+std::vector<const XmlElement*> series_groups(const XmlElement& root) {
+  std::vector<const XmlElement*> out;
+  for (const XmlElement* g : all_named(root, "g"))
+    if (g->has("class") && g->attributes.at("class") == "series") out.push_back(g);
+  return out;
+}
+
+// A marker's shape (from its class "marker marker-SHAPE") and centre (a
+// circle's centre, a polygon's vertex mean).
+struct MarkerMark {
+  std::string shape;
+  double x = 0, y = 0;
+};
+std::vector<MarkerMark> markers_in(const XmlElement& e) {
+  std::vector<MarkerMark> out;
+  std::vector<const XmlElement*> elements = all_named(e, "circle");
+  for (const XmlElement* p : all_named(e, "polygon")) elements.push_back(p);
+  for (const XmlElement* m : elements) {
+    if (!m->has("class") || m->attributes.at("class").rfind("marker marker-", 0) != 0) continue;
+    MarkerMark mark{m->attributes.at("class").substr(14)};
+    if (m->name == "circle") {
+      mark.x = std::stod(m->attributes.at("cx"));
+      mark.y = std::stod(m->attributes.at("cy"));
+    } else {
+      const auto vertices = polyline_points(*m);
+      for (const auto& [x, y] : vertices) {
+        mark.x += x / static_cast<double>(vertices.size());
+        mark.y += y / static_cast<double>(vertices.size());
+      }
+    }
+    out.push_back(mark);
+  }
+  return out;
+}
+
+// A polygon's vertices are printed with two decimals each: their mean is as
+// close as one of them.
+constexpr double kMarkerCentre = kPrinted;
 
 TEST(SvgLineChart, PointsLieWhereTheGeometrySaysAndNonFiniteValuesBreakTheLine) {
   LineChart chart{"loss", "step", "value", false, {}};
@@ -66,9 +112,9 @@ TEST(SvgLineChart, PointsLieWhereTheGeometrySaysAndNonFiniteValuesBreakTheLine) 
   const std::string svg = mpverify::report::svg_line_chart(chart);
   const XmlElement root = XmlReader(svg).parse();
   ASSERT_EQ(root.name, "svg");
-  const auto groups = all_named(root, "g");
+  const auto groups = series_groups(root);
   ASSERT_EQ(groups.size(), 2u);
-  // x spans [0, 20], y spans [0.5, 4] (all finite points of both series).
+  // x spans [0, 20], y spans [0.5, 4] (all finite points of both series), padded.
   const auto a = all_named(*groups[0], "polyline");
   ASSERT_EQ(a.size(), 1u);
   const auto pa = polyline_points(*a[0]);
@@ -78,19 +124,76 @@ TEST(SvgLineChart, PointsLieWhereTheGeometrySaysAndNonFiniteValuesBreakTheLine) 
     EXPECT_NEAR(pa[i].first, px(expected_a[i].first, 0, 20), kPrinted) << i;
     EXPECT_NEAR(pa[i].second, py(expected_a[i].second, 0.5, 4), kPrinted) << i;
   }
-  // Series b: the NaN splits it into two single points, drawn as circles.
+  // A short series has a marker on every point.
+  const auto ma = markers_in(*groups[0]);
+  ASSERT_EQ(ma.size(), 3u);
+  for (std::size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i].shape, "circle");
+    EXPECT_NEAR(ma[i].x, pa[i].first, kMarkerCentre) << i;
+    EXPECT_NEAR(ma[i].y, pa[i].second, kMarkerCentre) << i;
+  }
+  // Series b: the NaN splits it into two single points, drawn as its markers only.
   EXPECT_TRUE(all_named(*groups[1], "polyline").empty());
-  const auto circles = all_named(*groups[1], "circle");
-  ASSERT_EQ(circles.size(), 2u);
-  EXPECT_NEAR(std::stod(circles[0]->attributes.at("cx")), px(5, 0, 20), kPrinted);
-  EXPECT_NEAR(std::stod(circles[0]->attributes.at("cy")), py(0.5, 0.5, 4), kPrinted);
-  EXPECT_NEAR(std::stod(circles[1]->attributes.at("cx")), px(20, 0, 20), kPrinted);
-  EXPECT_NEAR(std::stod(circles[1]->attributes.at("cy")), py(4, 0.5, 4), kPrinted);
+  const auto mb = markers_in(*groups[1]);
+  ASSERT_EQ(mb.size(), 2u);
+  EXPECT_EQ(mb[0].shape, "square");
+  EXPECT_NEAR(mb[0].x, px(5, 0, 20), kMarkerCentre);
+  EXPECT_NEAR(mb[0].y, py(0.5, 0.5, 4), kMarkerCentre);
+  EXPECT_NEAR(mb[1].x, px(20, 0, 20), kMarkerCentre);
+  EXPECT_NEAR(mb[1].y, py(4, 0.5, 4), kMarkerCentre);
   EXPECT_EQ(groups[1]->attributes.at("stroke-dasharray"), "6 4");
-  // The extremes are the plot's corners: (x_min, y_max) top left.
-  EXPECT_NEAR(py(4, 0.5, 4), mpverify::report::kLineChartTop, 1e-12);
+  // The extremes sit the padding inside the plot's corners: (x_min, y_max) top left.
+  EXPECT_NEAR(py(4, 0.5, 4), mpverify::report::kLineChartTop + 0.05 / 1.1 * mpverify::report::kLineChartPlotHeight,
+              1e-9);
   // The same input gives the same bytes.
   EXPECT_EQ(svg, mpverify::report::svg_line_chart(chart));
+}
+
+TEST(SvgLineChart, EveryPointIsStrictlyInsideTheFrameAndSeriesDifferInMarkerAndColour) {
+  LineChart chart{"rates", "step", "rate", false, {}};
+  chart.series.push_back({"zero", {{0, 0}, {1, 0}, {2, 0}}, false});
+  chart.series.push_back({"max", {{0, 1}, {1, 0.5}, {2, 1}}, false});
+  const XmlElement root = XmlReader(mpverify::report::svg_line_chart(chart)).parse();
+  const XmlElement* frame = nullptr;
+  for (const XmlElement* r : all_named(root, "rect"))
+    if (r->has("class") && r->attributes.at("class") == "frame") frame = r;
+  ASSERT_NE(frame, nullptr);
+  const double x0 = std::stod(frame->attributes.at("x")), y0 = std::stod(frame->attributes.at("y"));
+  const double x1 = x0 + std::stod(frame->attributes.at("width")), y1 = y0 + std::stod(frame->attributes.at("height"));
+  const auto groups = series_groups(root);
+  ASSERT_EQ(groups.size(), 2u);
+  std::vector<std::pair<double, double>> points;
+  for (const XmlElement* g : groups) {
+    for (const XmlElement* l : all_named(*g, "polyline"))
+      for (const auto& p : polyline_points(*l)) points.push_back(p);
+    for (const MarkerMark& m : markers_in(*g)) points.emplace_back(m.x, m.y);
+  }
+  ASSERT_EQ(points.size(), 12u);  // 6 line vertices, 6 markers
+  for (const auto& [x, y] : points) {
+    EXPECT_GT(x, x0) << x;
+    EXPECT_LT(x, x1) << x;
+    EXPECT_GT(y, y0) << y;  // the maximum, 1, below the top edge
+    EXPECT_LT(y, y1) << y;  // 0 above the bottom edge
+  }
+  // Told apart by colour and by marker, in the plot and in the legend.
+  const auto m0 = markers_in(*groups[0]), m1 = markers_in(*groups[1]);
+  ASSERT_FALSE(m0.empty());
+  ASSERT_FALSE(m1.empty());
+  EXPECT_NE(m0[0].shape, m1[0].shape);
+  EXPECT_NE(groups[0]->attributes.at("stroke"), groups[1]->attributes.at("stroke"));
+  const std::size_t all_markers = markers_in(root).size();
+  EXPECT_EQ(all_markers, m0.size() + m1.size() + 2);  // one more of each in the legend
+}
+
+TEST(SvgLineChart, ALongSeriesHasAboutADozenMarkers) {
+  LineChart chart{"loss", "step", "loss", false, {}};
+  LineSeries s{"long", {}, false};
+  for (int k = 0; k < 1000; ++k) s.points.emplace_back(k, std::sin(k / 50.0));
+  chart.series.push_back(s);
+  const XmlElement root = XmlReader(mpverify::report::svg_line_chart(chart)).parse();
+  const auto m = markers_in(*series_groups(root)[0]);
+  EXPECT_GE(m.size(), 10u);
+  EXPECT_LE(m.size(), 13u);
 }
 
 TEST(SvgLineChart, Log2AxisPlacesPowersOfTwoOnTicksAndSkipsNonPositiveValues) {
@@ -98,14 +201,16 @@ TEST(SvgLineChart, Log2AxisPlacesPowersOfTwoOnTicksAndSkipsNonPositiveValues) {
   chart.series.push_back({"torch", {{0, 65536}, {1, 32768}, {2, 0}, {3, 32768}}, false});
   const XmlElement root = XmlReader(mpverify::report::svg_line_chart(chart)).parse();
   const auto lines = all_named(root, "polyline");
-  ASSERT_EQ(lines.size(), 1u);  // (0, 2^16), (1, 2^15); the 0 breaks it; (3, 2^15) is a circle
+  ASSERT_EQ(lines.size(), 1u);  // (0, 2^16), (1, 2^15); the 0 breaks it; (3, 2^15) stands alone
   const auto p = polyline_points(*lines[0]);
   ASSERT_EQ(p.size(), 2u);
-  // log2 y spans [15, 16]: 2^16 at the top edge, 2^15 at the bottom.
+  // log2 y spans [15, 16], padded: 2^16 near the top edge, 2^15 near the bottom.
   EXPECT_NEAR(p[0].second, py(16, 15, 16), kPrinted);
   EXPECT_NEAR(p[1].second, py(15, 15, 16), kPrinted);
   EXPECT_NEAR(p[1].first, px(1, 0, 3), kPrinted);
-  ASSERT_EQ(all_named(root, "circle").size(), 1u);
+  const auto markers = markers_in(*series_groups(root)[0]);
+  ASSERT_EQ(markers.size(), 3u);  // a marker on each drawable point
+  EXPECT_NEAR(markers[2].x, px(3, 0, 3), kMarkerCentre);
   std::vector<std::string> labels;
   for (const XmlElement* t : all_named(root, "text")) labels.push_back(t->text);
   EXPECT_NE(std::find(labels.begin(), labels.end(), "2^15"), labels.end());
@@ -118,14 +223,15 @@ TEST(SvgLineChart, Log10AxisForRatesSpanningDecades) {
   chart.series.push_back({"underflow", {{0, 1e-5}, {1, 0}, {2, 1e-3}, {3, 1e-1}}, false});
   const XmlElement root = XmlReader(mpverify::report::svg_line_chart(chart)).parse();
   const auto lines = all_named(root, "polyline");
-  ASSERT_EQ(lines.size(), 1u);  // (0, 1e-5) alone (a circle), then (2, 1e-3), (3, 1e-1)
+  ASSERT_EQ(lines.size(), 1u);  // (0, 1e-5) alone (a marker), then (2, 1e-3), (3, 1e-1)
   const auto p = polyline_points(*lines[0]);
   ASSERT_EQ(p.size(), 2u);
-  // log10 y spans [-5, -1]; 1e-3 is halfway.
+  // log10 y spans [-5, -1] (padded); 1e-3 is halfway.
   EXPECT_NEAR(p[0].second, py(-3, -5, -1), kPrinted);
   EXPECT_NEAR(p[1].second, py(-1, -5, -1), kPrinted);
-  ASSERT_EQ(all_named(root, "circle").size(), 1u);
-  EXPECT_NEAR(std::stod(all_named(root, "circle")[0]->attributes.at("cy")), py(-5, -5, -1), kPrinted);
+  const auto markers = markers_in(*series_groups(root)[0]);
+  ASSERT_EQ(markers.size(), 3u);
+  EXPECT_NEAR(markers[0].y, py(-5, -5, -1), kMarkerCentre);
   std::vector<std::string> labels;
   for (const XmlElement* t : all_named(root, "text")) labels.push_back(t->text);
   EXPECT_NE(std::find(labels.begin(), labels.end(), "1e-3"), labels.end());
@@ -145,10 +251,10 @@ TEST(SvgLineChart, TextIsEscapedAndDegenerateDataStillDraws) {
   for (const XmlElement* t : all_named(root, "text")) texts.push_back(t->text);
   EXPECT_NE(std::find(texts.begin(), texts.end(), label), texts.end());
   EXPECT_NE(std::find(texts.begin(), texts.end(), "a < b & c"), texts.end());
-  const auto circles = all_named(root, "circle");
-  ASSERT_EQ(circles.size(), 1u);
-  EXPECT_NEAR(std::stod(circles[0]->attributes.at("cx")), px(3, 2, 4), kPrinted);
-  EXPECT_NEAR(std::stod(circles[0]->attributes.at("cy")), py(7, 6, 8), kPrinted);
+  const auto markers = markers_in(*series_groups(root)[0]);
+  ASSERT_EQ(markers.size(), 1u);
+  EXPECT_NEAR(markers[0].x, px(3, 2, 4), kMarkerCentre);
+  EXPECT_NEAR(markers[0].y, py(7, 6, 8), kMarkerCentre);
 }
 
 fs::path fresh_dir(const std::string& name) {

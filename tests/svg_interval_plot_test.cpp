@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "report/svg_interval_plot.h"
 #include "support/xml_checker.h"
@@ -51,8 +52,9 @@ TEST(SvgIntervalPlot, MarksSitWhereTheDocumentedGeometryPutsThem) {
   const std::string svg = svg_interval_plot(p);
   const XmlElement root = XmlReader(svg).parse();
   ASSERT_EQ(root.name, "svg");
-  // y spans [min, max] of values, interval ends, estimates and ±margin: [-2, 2.5].
-  const double lo = -2.0, hi = 2.5;
+  // y spans [min, max] of values, interval ends, estimates and ±margin, [-2, 2.5],
+  // padded by 5% of its width on each side.
+  const double lo = -2.0 - 0.05 * 4.5, hi = 2.5 + 0.05 * 4.5;
   const double left = 80, top = 40, w_plot = 780, h_plot = 300;
   const auto py = [&](double v) { return top + h_plot - (v - lo) / (hi - lo) * h_plot; };
   const double w = w_plot / 2;
@@ -116,12 +118,42 @@ TEST(SvgIntervalPlot, MarksSitWhereTheDocumentedGeometryPutsThem) {
   EXPECT_EQ(svg_interval_plot(p), svg);  // no clock, no randomness
 }
 
+TEST(SvgIntervalPlot, NoMarkSitsOnTheFrame) {
+  const XmlElement root = XmlReader(svg_interval_plot(sample())).parse();
+  const double top = 40, bottom = 40 + 300;
+  std::vector<double> ys;
+  for (const XmlElement* g : groups_of(root, "values"))
+    for (const XmlElement* c : g->all("circle")) ys.push_back(std::stod(c->attributes.at("cy")));
+  for (const XmlElement* l : groups_of(root, "interval")[0]->all("line"))
+    for (const char* a : {"y1", "y2"}) ys.push_back(std::stod(l->attributes.at(a)));
+  ASSERT_EQ(ys.size(), 4u + 6u);
+  // The extremes (-2 and 2.5) are an interval's ends: strictly inside, the
+  // padding from the edges (5% of the range on each side: 0.05 / 1.1 of the
+  // 300 px, 13.64 px; less the printed coordinates' rounding).
+  const double padding = 300 * 0.05 / 1.1 - 0.005;
+  for (const double y : ys) {
+    EXPECT_GE(y, top + padding) << y;
+    EXPECT_LE(y, bottom - padding) << y;
+  }
+}
+
+TEST(SvgIntervalPlot, ValuesAndEstimatesDifferInMarkerAndColour) {
+  const XmlElement root = XmlReader(svg_interval_plot(sample())).parse();
+  const XmlElement* values = groups_of(root, "values")[0];
+  const XmlElement* interval = groups_of(root, "interval")[0];
+  EXPECT_FALSE(values->all("circle").empty());  // the values: dots
+  EXPECT_TRUE(values->all("rect").empty());
+  ASSERT_NE(interval->first("rect"), nullptr);  // the estimate: a square
+  EXPECT_TRUE(interval->all("circle").empty());
+  EXPECT_NE(values->attributes.at("fill"), interval->first("rect")->attributes.at("fill"));
+}
+
 TEST(SvgIntervalPlot, AZeroWidthRangeIsWidenedAndTheMarginAlwaysShows) {
   IntervalPlot p;
   p.margin = 0.5;
   p.groups.push_back({"a", {0.0, 0.0}, std::nullopt, std::nullopt, std::nullopt});
   const XmlElement root = XmlReader(svg_interval_plot(p)).parse();
-  // The range is [-0.5, 0.5] (the margin), so 0 sits in the middle of the plot.
+  // The range is [-0.5, 0.5] (the margin), padded, so 0 sits in the middle of the plot.
   const auto c = groups_of(root, "values")[0]->all("circle");
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0]->attributes.at("cy"), two(40 + 150));

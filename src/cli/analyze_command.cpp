@@ -165,9 +165,11 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
     std::vector<report::HistogramSeries> series;
     for (const analysis::ScaleStats& s : a.total) series.push_back({"scale " + fixed(s.scale, "%.9g"), s.histogram});
     const emu::FormatThresholds t = emu::format_thresholds(f);
+    // The largest finite value sits at the top of its binade (fp16's 65504 is
+    // 2^16 - 2^5): its mark is the binade's right edge, where overflow starts.
     const std::vector<report::AxisMark> marks = {{"min subnormal", t.min_subnormal_exponent},
                                                  {"min normal", t.min_normal_exponent},
-                                                 {"max finite", t.max_finite_exponent}};
+                                                 {"max finite", t.max_finite_exponent + 1}};
     record::write_file_atomically(o.plot, report::svg_histogram("x * S of " + o.path + " against " + f.name, series, marks));
   }
   if (!o.json_out.empty()) emit(o.json_out, j.dump(1) + "\n");
@@ -198,10 +200,17 @@ void add_analyze_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--plot", o->plot, "Write the total's exponent histogram at each scale as an SVG");
   app->add_flag("--progress", o->progress, "Progress on stderr (default: only when stderr is a terminal)");
   app->footer(
-      "Definitions: the product x*S is computed in the tensor's own type (float32 for f16/bf16/fp8/f32, as "
-      "tensor.mul(S) does), then rounded once to nearest-even into the format. underflow_to_zero: non-zero finite x "
-      "whose result is 0; subnormal: non-zero subnormal result; overflow: finite x whose result is inf/NaN or "
-      "raises overflow (saturating formats). Exit: 0; 1 some files unreadable (rest analysed); 2 bad usage.");
+      "Definitions. The product x*S is computed in the tensor's own type (float32 for f16/bf16/fp8/f32, as\n"
+      "tensor.mul(S) does), then rounded once, to nearest even, into the format. Counted per tensor and scale:\n"
+      "  nonzero             finite non-zero x: the denominator of every rate (zeros, NaN and inf are left out)\n"
+      "  to-zero (underflow) non-zero finite x whose result is 0, as a share of nonzero\n"
+      "  subnormal           x whose result is a non-zero subnormal of the format, as a share of nonzero\n"
+      "  overflow            finite x whose result is inf or NaN or raises the overflow flag (saturating\n"
+      "                      formats), as a share of nonzero\n"
+      "  headroom            log2(max finite / (S * max |x|)): how many binades the largest scaled value stays\n"
+      "                      below the format's largest finite value; negative: it lies beyond it (and\n"
+      "                      overflows unless it rounds down to it); inf: no non-zero value\n"
+      "Exit: 0; 1 some files unreadable (rest analysed); 2 bad usage.");
   commands.push_back({app, [o, app] { return run_analyze(*o, *app); }});
 }
 

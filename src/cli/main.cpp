@@ -1,16 +1,24 @@
+// The `mpverify` program: the root command line, its subcommands (each in its
+// own file, see commands.h), and the one-line usage errors (exit code 2).
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "formats/format.h"
 
-int main(int argc, char** argv) {
+#ifndef MPVERIFY_VERSION
+#error "MPVERIFY_VERSION (the CMake project version) must be defined by the build"
+#endif
+
+namespace {
+
+using mpverify::cli::Command;
+
+std::vector<Command> add_commands(CLI::App& root) {
   using namespace mpverify::cli;
-  CLI::App root{"mpverify: verifies the numerics of mixed-precision (fp16, bf16, fp8) training.\n"
-                "Run 'mpverify COMMAND --help' for a command's options.",
-                "mpverify"};
-  root.require_subcommand(1);
   std::vector<Command> commands;
   add_formats_command(root, commands);
   add_round_command(root, commands);
@@ -26,41 +34,48 @@ int main(int argc, char** argv) {
   add_feature_extractor_command(root, commands);
   add_study_command(root, commands);
   add_report_page_command(root, commands);
+  return commands;
+}
 
-  // CLI11 reports an unknown command as "a subcommand is required"; name it.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string known;
-    bool found = false;
-    for (const Command& c : commands) {
-      found |= c.app->get_name() == argv[1];
-      known += (known.empty() ? "" : ", ") + c.app->get_name();
-    }
-    if (!found) {
-      std::cerr << "mpverify: error: unknown command '" << argv[1] << "' (commands: " << known << ")\n";
-      return 2;
-    }
+// CLI11 reports an unknown command as "a subcommand is required"; this names
+// it and lists the commands. nullopt when argv[1] is a command or an option.
+std::optional<std::string> unknown_command(int argc, char** argv, const std::vector<Command>& commands) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  std::string known;
+  for (const Command& c : commands) {
+    if (c.app->get_name() == argv[1]) return std::nullopt;
+    known += (known.empty() ? "" : ", ") + c.app->get_name();
   }
-  try {
-    root.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << root.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    std::cout << root.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    // One line naming what is wrong, and the command whose help says how to
-    // fix it; exit code 2 for every usage error.
-    const std::string command = argc > 1 && argv[1][0] != '-' ? std::string(argv[1]) : std::string();
-    const std::string prefix = command.empty() ? "mpverify" : "mpverify " + command;
-    std::cerr << prefix << ": error: " << e.what() << " (see '" << prefix << " --help')\n";
-    return 2;
+  return "mpverify: error: unknown command '" + std::string(argv[1]) + "' (commands: " + known + ")";
+}
+
+// The first argument the chosen command (or the root) did not recognise.
+// CLI11 checks required options before it looks at what is left over, so a
+// misspelt option would otherwise be reported as the option it was meant to
+// be ("--format is required" for "--formt"); the leftover is the real error.
+std::optional<std::string> first_leftover(const CLI::App& app) {
+  const std::vector<std::string> left = app.remaining(false);
+  if (left.empty()) return std::nullopt;
+  return left.front();
+}
+
+// One line naming what is wrong and the help that says how to fix it.
+std::string usage_error(const std::string& prefix, const std::optional<std::string>& leftover,
+                        const CLI::ParseError& e) {
+  if (leftover && leftover->size() > 1 && leftover->front() == '-') {
+    const std::string option = leftover->substr(0, leftover->find('='));  // "--formt=fp16": --formt
+    return prefix + ": unknown option " + option + "; see " + prefix + " --help";
   }
+  if (leftover) return prefix + ": unexpected argument '" + *leftover + "'; see " + prefix + " --help";
+  return prefix + ": error: " + e.what() + " (see '" + prefix + " --help')";
+}
+
+int run_chosen(const std::vector<Command>& commands) {
   for (const Command& c : commands) {
     if (!c.app->parsed()) continue;
     try {
       return c.run();
-    } catch (const UsageError& e) {
+    } catch (const mpverify::cli::UsageError& e) {
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
       return 2;
     } catch (const mpverify::formats::FormatError& e) {
@@ -72,4 +87,38 @@ int main(int argc, char** argv) {
     }
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App root{"mpverify: verifies the numerics of mixed-precision (fp16, bf16, fp8) training.\n"
+                "Run 'mpverify COMMAND --help' for a command's options.",
+                "mpverify"};
+  root.require_subcommand(1);
+  root.set_version_flag("--version", std::string("mpverify ") + MPVERIFY_VERSION, "Print the version and exit");
+  const std::vector<Command> commands = add_commands(root);
+  if (const std::optional<std::string> error = unknown_command(argc, argv, commands)) {
+    std::cerr << *error << "\n";
+    return 2;
+  }
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << root.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << root.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const bool has_command = argc > 1 && argv[1][0] != '-';
+    const CLI::App& app = has_command ? *root.get_subcommand(argv[1]) : root;
+    const std::string prefix = has_command ? "mpverify " + std::string(argv[1]) : std::string("mpverify");
+    std::cerr << usage_error(prefix, first_leftover(app), e) << "\n";
+    return 2;
+  }
+  return run_chosen(commands);
 }

@@ -2,8 +2,9 @@
 //                [--json | --json-out FILE] [--csv | --csv-out FILE] [--plot FILE.svg]
 // Per tensor, the exact rate of lost updates (w + u rounded once equals w)
 // in fp16 and bf16, with the weights stored in that format and with an fp32
-// master copy, and the 2^p rule-of-thumb rate |w| / |u| > 2^p
-// (analysis/swamp_analysis.h). Tensors are paired by name (two files) or by
+// master copy, and the share of updates with |w| / |u| > 2^p, a rule of
+// thumb only (the help says where it and the exact count part ways;
+// analysis/swamp_analysis.h). Tensors are paired by name (two files) or by
 // relative file path and name (two directories).
 //
 // Exit codes: 0; 1 when some file could not be read (the rest is analysed and
@@ -116,7 +117,8 @@ int run_swamp(const SwampOptions& o, const CLI::App& app) {
   if (!o.plot.empty()) {
     const std::vector<report::AxisMark> marks = {{"bf16 2^8", 8}, {"fp16 2^11", 11}, {"fp32 2^24", 24}};
     record::write_file_atomically(o.plot, report::svg_histogram("|w| / |u| of " + o.weights,
-                                                                {{"all tensors", a.total.ratio_histogram}}, marks));
+                                                                {{"all tensors", a.total.ratio_histogram}}, marks,
+                                                                "log2(|w|/|u|)"));
   }
   if (!o.json_out.empty()) emit(o.json_out, j.dump(1) + "\n");
   if (!o.csv_out.empty()) emit(o.csv_out, csv.str());
@@ -141,7 +143,17 @@ void add_swamp_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_flag("--csv", o->csv, "Print CSV rows instead of a table");
   app->add_option("--csv-out", o->csv_out, "Also write the CSV to FILE");
   app->add_option("--plot", o->plot, "Write the histogram of log2(|w|/|u|) as an SVG, marked at 2^8, 2^11, 2^24");
-  app->footer("Exit: 0; 1 some files unreadable (rest analysed); 2 bad usage.");
+  app->footer(
+      "Definitions, per tensor and format (fp16: p = 11, bf16: p = 8; p counts the hidden bit):\n"
+      "  updates      pairs with u != 0 and w, u finite: the denominator of both rates\n"
+      "  lost         (the lost-update or swamping rate) updates whose sum w + u, rounded once to nearest even,\n"
+      "               equals w: with the weights stored in the format (w rounded to it first), and\n"
+      "               +master: with an fp32 master copy (w as given, the sum rounded to fp32)\n"
+      "  2^p column   updates with |w|/|u| > 2^p (w as stored in the format): a rule of thumb, not a count of\n"
+      "               lost updates. With round-to-nearest-even a lost update needs |w|/|u| >= 2^p (w normal),\n"
+      "               and |w|/|u| > 2^(p+1) loses it for every w; in between it depends on where w sits in its\n"
+      "               binade (fp16: w = 2047, u = 0.8999, ratio about 2275, gives 2048: the update is kept).\n"
+      "Exit: 0; 1 some files unreadable (rest analysed); 2 bad usage.");
   commands.push_back({app, [o, app] { return run_swamp(*o, *app); }});
 }
 

@@ -23,6 +23,10 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// A collapsed block, as GitHub shows it: "<details><summary>TEXT</summary>"
+// alone on a line opens it, "</details>" alone on a line closes it.
+constexpr std::string_view kDetailsOpen = "<details><summary>", kSummaryClose = "</summary>";
+
 class Converter {
  public:
   Converter(std::string document, const std::vector<std::string>& documents, const ImageInliner& image)
@@ -100,6 +104,17 @@ class Converter {
         }
         ++i;  // the closing fence
         out += "<pre><code>" + code + "</code></pre>\n";
+      } else if (starts_with(t, kDetailsOpen) && t.size() >= kDetailsOpen.size() + kSummaryClose.size() &&
+                 t.substr(t.size() - kSummaryClose.size()) == kSummaryClose) {
+        const std::string_view summary =
+            t.substr(kDetailsOpen.size(), t.size() - kDetailsOpen.size() - kSummaryClose.size());
+        out += "<details><summary>" + inline_text(summary) + "</summary>\n";
+        ++open_details_;
+        ++i;
+      } else if (t == "</details>" && open_details_ > 0) {
+        out += "</details>\n";
+        --open_details_;
+        ++i;
       } else if (heading_level(t) > 0) {
         const int level = heading_level(t);
         const std::string_view text = trim(t.substr(static_cast<std::size_t>(level)));
@@ -124,20 +139,7 @@ class Converter {
         }
         out += "</tbody>\n</table>\n";
       } else if (list_marker(line) != 0) {
-        const bool ordered = list_marker(line) == 2;
-        out += ordered ? "<ol>\n" : "<ul>\n";
-        while (i < lines.size() && list_marker(lines[i]) == (ordered ? 2 : 1)) {
-          std::string item(item_text(lines[i]));
-          ++i;
-          while (i < lines.size() && !is_blank(i) && (lines[i].front() == ' ' || lines[i].front() == '\t') &&
-                 list_marker(lines[i]) == 0) {
-            item += '\n';
-            item += trim(lines[i]);
-            ++i;
-          }
-          out += "<li>" + inline_text(item) + "</li>\n";
-        }
-        out += ordered ? "</ol>\n" : "</ul>\n";
+        out += list_html(lines, i, 0);
       } else if (starts_with(t, "![") && t.back() == ')' && t.find("](") != std::string_view::npos &&
                  t.find(')') == t.size() - 1) {
         out += "<figure>" + inline_text(t) + "</figure>\n";
@@ -153,6 +155,7 @@ class Converter {
         out += "<p>" + inline_text(paragraph) + "</p>\n";
       }
     }
+    for (; open_details_ > 0; --open_details_) out += "</details>\n";  // the page stays well-formed
     return out;
   }
 
@@ -163,7 +166,42 @@ class Converter {
     if (n == 0 || n > 6 || static_cast<std::size_t>(n) >= t.size() || t[static_cast<std::size_t>(n)] != ' ') return 0;
     return n;
   }
-  // 1: a bullet item, 2: an ordered item, 0: neither. Items start in column 0.
+  // A list and the lists nested in its items, from lines[i], whose items
+  // start `indent` columns in; i ends after the list. An item's text goes on
+  // over the lines indented deeper that are not items themselves; an item
+  // indented deeper starts a nested list inside the current item. A blank
+  // line, a line indented less, or an item of the other kind ends the list.
+  std::string list_html(const std::vector<std::string_view>& lines, std::size_t& i, std::size_t indent) {
+    const int kind = list_marker(lines[i].substr(indent));
+    std::string out = kind == 2 ? "<ol>\n" : "<ul>\n";
+    while (i < lines.size() && indentation(lines[i]) == indent && list_marker(lines[i].substr(indent)) == kind) {
+      std::string item(item_text(lines[i].substr(indent)));
+      ++i;
+      std::string nested;
+      while (i < lines.size() && !trim(lines[i]).empty() && indentation(lines[i]) > indent) {
+        const std::size_t deeper = indentation(lines[i]);
+        if (list_marker(lines[i].substr(deeper)) != 0) {
+          nested += list_html(lines, i, deeper);
+        } else {
+          item += '\n';
+          item += trim(lines[i]);
+          ++i;
+        }
+      }
+      out += "<li>" + inline_text(item) + (nested.empty() ? "" : "\n" + nested) + "</li>\n";
+    }
+    out += kind == 2 ? "</ol>\n" : "</ul>\n";
+    return out;
+  }
+  // The number of leading spaces (a tab counts as one column, as it is only
+  // compared with other lines' indentation).
+  static std::size_t indentation(std::string_view line) {
+    std::size_t k = 0;
+    while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+    return k;
+  }
+  // 1: a bullet item, 2: an ordered item, 0: neither. At the top level, items
+  // start in column 0 (nested ones are found from their parent's indentation).
   static int list_marker(std::string_view line) {
     if (starts_with(line, "- ") || starts_with(line, "* ")) return 1;
     std::size_t k = 0;
@@ -177,19 +215,27 @@ class Converter {
   }
   static bool paragraph_continues(std::string_view line) {
     const std::string_view t = trim(line);
-    return !starts_with(t, "```") && heading_level(t) == 0 && t.front() != '|' && list_marker(line) == 0;
+    return !starts_with(t, "```") && heading_level(t) == 0 && t.front() != '|' && list_marker(line) == 0 &&
+           !starts_with(t, kDetailsOpen) && t != "</details>";
   }
   static bool is_separator(std::string_view t) {
     if (t.empty() || t.front() != '|' || t.find('-') == std::string_view::npos) return false;
     return std::all_of(t.begin(), t.end(), [](char c) { return c == '|' || c == '-' || c == ':' || c == ' '; });
   }
-  // The cells of a row: split at '|' outside code spans, the outer pipes dropped.
+  // The cells of a row: split at '|' outside code spans, the outer pipes
+  // dropped; an escaped pipe "\\|" is a '|' inside the cell (in a code span
+  // too, as in GitHub's tables).
   static std::vector<std::string> cells(std::string_view t) {
     std::vector<std::string> out;
     std::string cell;
     bool in_code = false;
     for (std::size_t k = 1; k < t.size(); ++k) {
       const char c = t[k];
+      if (c == '\\' && k + 1 < t.size() && t[k + 1] == '|') {
+        cell += '|';
+        ++k;
+        continue;
+      }
       if (c == '`') in_code = !in_code;
       if (c == '|' && !in_code) {
         out.emplace_back(trim(cell));
@@ -247,6 +293,7 @@ class Converter {
   const std::vector<std::string>& documents_;
   const ImageInliner& image_;
   std::map<std::string, int> ids_;
+  int open_details_ = 0;
 };
 
 std::string read_text(const fs::path& file) {

@@ -7,9 +7,13 @@
 // The Markdown understood is the subset the reports use:
 //  - ATX headings (# .. ######), given ids "<document>-<slug>" (unique);
 //  - paragraphs (consecutive lines), bullet lists ("- " or "* ") and ordered
-//    lists ("1. "), a list item continued by indented lines;
-//  - pipe tables (a header row, a |---|:--:| row, body rows; ':' aligns);
+//    lists ("1. "), a list item continued by indented lines, and lists nested
+//    in an item (its items indented deeper than the item's marker);
+//  - pipe tables (a header row, a |---|:--:| row, body rows; ':' aligns;
+//    "\|" is a '|' inside a cell);
 //  - fenced code blocks (```), shown verbatim;
+//  - collapsed blocks: a line "<details><summary>TEXT</summary>" opens one,
+//    a line "</details>" closes it (one left open is closed at the end);
 //  - inline: `code`, **strong**, *emphasis*, [links](target) (a link to
 //    another report in the set, "name.md", becomes a link to its section),
 //    and images ![alt](file.svg), replaced by the SVG file's content.

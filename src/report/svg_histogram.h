@@ -7,6 +7,7 @@
 // the inputs (no clock, no randomness), so the same data gives the same file.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,20 @@ struct AxisMark {
   int exponent = 0;  // drawn at the left edge of this binade
 };
 
+// Layout: the plot spans x in [kHistogramLeft, kHistogramLeft +
+// kHistogramPlotWidth], one equal-width bin per binade. The marks' labels
+// (in the first panel) lie inside that span: right of their mark where there
+// is room, else left of it, a row lower when they would overlap. The
+// exponent ticks are multiples of a power of two chosen so that neighbouring
+// tick labels are at least one label's width apart, widths estimated by
+// histogram_text_width.
+inline constexpr double kHistogramLeft = 70, kHistogramPlotWidth = 810, kHistogramWidth = 900;
+inline constexpr double kHistogramPanelHeight = 140, kHistogramFontSize = 11;
+
+// The estimated width of a label of that many characters (0.6 x font size each).
+double histogram_text_width(std::size_t characters);
+
 std::string svg_histogram(const std::string& title, const std::vector<HistogramSeries>& series,
-                          const std::vector<AxisMark>& marks);
+                          const std::vector<AxisMark>& marks, const std::string& x_label = "log2 |value| (binade)");
 
 }  // namespace mpverify::report

@@ -59,6 +59,10 @@ std::string svg_interval_plot(const IntervalPlot& plot) {
     lo -= 1;
     hi += 1;
   }
+  // Padded, so that no mark sits on the frame.
+  const double pad = kIntervalPlotPad * (hi - lo);
+  lo -= pad;
+  hi += pad;
   const double left = kIntervalPlotLeft, top = kIntervalPlotTop, plot_w = kIntervalPlotWidth,
                plot_h = kIntervalPlotHeight;
   const auto py = [&](double v) { return top + plot_h - (v - lo) / (hi - lo) * plot_h; };

@@ -10,9 +10,11 @@
 // Geometry (so that a test can recompute where everything is drawn): the plot
 // area's left edge is at x = kIntervalPlotLeft, its top at y = kIntervalPlotTop,
 // it is kIntervalPlotWidth by kIntervalPlotHeight pixels. The y axis spans
-// exactly [y_min, y_max] = the smallest and largest of every finite value,
-// interval end and estimate, and -margin and +margin (a range of zero width
-// is widened to [v - 1, v + 1]). With n groups, column i (0-based) has width
+// [y_min, y_max] = [lo - pad (hi - lo), hi + pad (hi - lo)], pad =
+// kIntervalPlotPad, where lo and hi are the smallest and largest of every
+// finite value, interval end and estimate, and -margin and +margin (a range
+// of zero width is widened to [v - 1, v + 1] first): no mark sits on the
+// frame. With n groups, column i (0-based) has width
 // w = kIntervalPlotWidth / n and centre cx_i = kIntervalPlotLeft + (i + 0.5) w.
 // Value k (0-based) of m values in a group is a circle at
 //   x = cx_i - w/6 + (k - (m - 1)/2) * min(6, (w/3) / m),
@@ -44,7 +46,8 @@ struct IntervalPlot {
 
 inline constexpr double kIntervalPlotLeft = 80, kIntervalPlotTop = 40;
 inline constexpr double kIntervalPlotWidth = 780, kIntervalPlotHeight = 300;
-inline constexpr double kIntervalPlotRight = 100;  // room right of the plot for the band's label
+inline constexpr double kIntervalPlotRight = 100;
+inline constexpr double kIntervalPlotPad = 0.05;  // room right of the plot for the band's label
 
 // Throws std::invalid_argument for no groups, a margin that is not finite and
 // > 0, or an interval given partly or with lower > upper or non-finite ends.

@@ -1,0 +1,80 @@
+// The `mpverify` program's own command line, run as a user runs it:
+// --version prints the CMake project's version; a misspelt or unknown option
+// is named as unknown (before any "--x is required" it caused), with the
+// command's help to look at and exit code 2; analyze's and swamp's help
+// define what they print.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/run_command.h"
+
+namespace {
+
+using mpverify::test::run_command;
+
+std::string cli(const std::string& args) { return std::string(MPVERIFY_BIN) + " " + args; }
+
+TEST(CliUsage, VersionPrintsTheProjectVersion) {
+  const auto r = run_command(cli("--version"), "");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, std::string("mpverify ") + MPVERIFY_EXPECTED_VERSION + "\n");
+}
+
+TEST(CliUsage, AnUnknownOptionIsNamedBeforeTheRequiredOptionItHid) {
+  // "--formt" leaves --format unset: the unknown option is the error to report.
+  const auto r = run_command(cli("analyze --formt fp16 x.npy"), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "mpverify analyze: unknown option --formt; see mpverify analyze --help\n");
+}
+
+TEST(CliUsage, EverySubcommandNamesUnknownOptions) {
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"swamp --weights w.npy --updatez u.npy", "mpverify swamp: unknown option --updatez; see mpverify swamp --help\n"},
+      {"formats --bogus", "mpverify formats: unknown option --bogus; see mpverify formats --help\n"},
+      {"report-page reports --frist x.md", "mpverify report-page: unknown option --frist; see mpverify report-page --help\n"},
+      {"analyze x.npy --format fp16 --scale=2 --plott=h.svg",
+       "mpverify analyze: unknown option --plott; see mpverify analyze --help\n"},
+      {"--bogus", "mpverify: unknown option --bogus; see mpverify --help\n"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(cli(c.args), "", true);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_EQ(r.out, c.message) << c.args;
+  }
+}
+
+TEST(CliUsage, AnExtraArgumentIsNamedToo) {
+  const auto r = run_command(cli("analyze x.npy y.npy --format fp16"), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "mpverify analyze: unexpected argument 'y.npy'; see mpverify analyze --help\n");
+}
+
+TEST(CliUsage, OtherUsageErrorsStillSayWhatIsWrong) {
+  const auto r = run_command(cli("analyze --format fp16"), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("mpverify analyze: error: path is required"), std::string::npos) << r.out;
+}
+
+TEST(CliUsage, AnalyzeHelpDefinesHeadroomAndEveryRateItPrints) {
+  const auto r = run_command(cli("analyze --help"), "");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* term : {"nonzero ", "to-zero (underflow) ", "subnormal ", "overflow ", "headroom ",
+                           "log2(max finite / (S * max |x|))", "the denominator of every rate"})
+    EXPECT_NE(r.out.find(term), std::string::npos) << term;
+}
+
+TEST(CliUsage, SwampHelpDefinesItsRatesAndSaysWhatTheRatioRuleIs) {
+  const auto r = run_command(cli("swamp --help"), "");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* term : {"updates ", "lost ", "swamping rate", "+master", "2^p column", "rule of thumb",
+                           "needs |w|/|u| >= 2^p", "|w|/|u| > 2^(p+1) loses it for every w",
+                           "w = 2047, u = 0.8999"})
+    EXPECT_NE(r.out.find(term), std::string::npos) << term;
+  // The ratio alone does not decide a loss between 2^p and 2^(p+1).
+  EXPECT_EQ(r.out.find("beyond 2^p an update is lost"), std::string::npos);
+}
+
+}  // namespace
