@@ -109,7 +109,17 @@ struct Trainer::Impl {
 Trainer::Trainer(TrainConfig config)
     : config_(std::move(config)), recipe_(parse_recipe(config_.recipe)), impl_(std::make_unique<Impl>()),
       recorder_(formats::parse_format(config_.study_format)) {
-  Impl& m = *impl_;
+  check_settings();
+  make_scaler_and_backend();
+  install_operand_scaling();
+  make_context();
+  load_data();
+  make_models();
+  check_model_options();
+}
+
+// The settings that need nothing built (std::invalid_argument names the bad one).
+void Trainer::check_settings() const {
   if (config_.data != "synthetic" && config_.data != "mnist" && config_.data != "sklearn-digits")
     bad_config("--data " + config_.data + ": the data sets are synthetic, mnist and sklearn-digits");
   if (config_.model != "mlp" && config_.model != "cnn" && config_.model != "dcgan")
@@ -124,7 +134,10 @@ Trainer::Trainer(TrainConfig config)
     bad_config("input_scale must be a number > 0 that fits in fp32 (1 leaves the images as they are)");
   if (config_.input_scale != 1.0 && config_.model == "dcgan")
     bad_config("input_scale: only the classifiers (mlp, cnn) scale their input images");
+}
 
+void Trainer::make_scaler_and_backend() {
+  Impl& m = *impl_;
   // The loss scaler: found_inf-driven only; the amax-driven ones scale fp8 operands.
   {
     std::unique_ptr<Scaler> s = make_scaler(config_.scaler, config_.scaler_options);
@@ -140,7 +153,9 @@ Trainer::Trainer(TrainConfig config)
       (!recipe_.precision.is_fp32() || recipe_.operand_scaling != OperandScaling::none))
     bad_config("--backend ref runs the fp32 recipe only (it is the Eigen FP32 reference); use --backend emu for "
                "recipe " + config_.recipe);
+}
 
+void Trainer::install_operand_scaling() {
   // Operand scaling (fp8): E4M3's range forward, E5M2's backward.
   if (recipe_.operand_scaling != OperandScaling::none) {
     const formats::Format forward = recipe_.precision.matmul_forward, backward = recipe_.precision.matmul_backward;
@@ -159,11 +174,20 @@ Trainer::Trainer(TrainConfig config)
       return static_cast<float>(it->second->step(amax).scale_used);
     };
   }
+}
+
+// The context the layers run in: the backend, the recipe's precision, the recorders.
+void Trainer::make_context() {
+  Impl& m = *impl_;
   m.ctx = std::make_unique<nn::Context>(*m.backend, recipe_.precision);
   m.tee = std::make_unique<TeeObserver>(config_.recorders ? &recorder_ : nullptr, config_.extra_observer);
   if (config_.recorders || config_.extra_observer) m.ctx->set_observer(m.tee.get());
   if (config_.recorders) m.ctx->set_counters(&m.counters);
+}
 
+// The data set (its train and test sets cut to the configured sizes) and the batches.
+void Trainer::load_data() {
+  Impl& m = *impl_;
   if (config_.data == "synthetic") {
     data::SyntheticOptions so;
     so.seed = config_.seed;
@@ -185,7 +209,10 @@ Trainer::Trainer(TrainConfig config)
   bo.batch_size = config_.batch_size;
   bo.seed = config_.seed;
   m.batches = std::make_unique<data::BatchIterator>(m.data.train, bo);
+}
 
+void Trainer::make_models() {
+  Impl& m = *impl_;
   const data::Dataset& d = m.data.train;
   // The reference (--against ref) is a second copy of the same classifier, from the same seed.
   auto classifier = [&] {
@@ -199,6 +226,11 @@ Trainer::Trainer(TrainConfig config)
     if (m.gan) bad_config("--against ref compares classifier gradients; it is not available for dcgan yet");
     m.reference.emplace(classifier());
   }
+}
+
+// The options that name a part of the model (or need one kind of model).
+void Trainer::check_model_options() {
+  Impl& m = *impl_;
   if (config_.inject) {
     bool found = false;
     for (nn::Parameter* p : parameters()) found = found || p->name == config_.inject->parameter;

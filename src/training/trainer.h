@@ -195,6 +195,14 @@ class Trainer {
  private:
   struct Impl;
   void scale_inputs(std::span<float> images) const;  // config_.input_scale
+  // The pieces of the constructor, in its order.
+  void check_settings() const;
+  void make_scaler_and_backend();
+  void install_operand_scaling();
+  void make_context();
+  void load_data();
+  void make_models();
+  void check_model_options();
   // The pieces of step(), in its order.
   struct UpdateResult;
   void classifier_step(nlohmann::json& log);
