@@ -129,17 +129,153 @@ std::string number_text(double v, const char* format = "%.10g") {
   return text;
 }
 
+struct FidOptions {
+  std::string a, b, route = "nuclear-norm", extractor, data_dir;
+  bool json = false;
+  std::uint64_t seed = 0;
+  std::size_t kid_subsets = 100, kid_subset_size = 0, bootstrap = 0;
+  double level = 0.95;
+};
+
+// The trace route from --route, after the other options are checked.
+metrics::TraceRoute checked_route(const FidOptions& o) {
+  metrics::TraceRoute route;
+  try {
+    route = metrics::parse_trace_route(o.route);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--route: ") + e.what());
+  }
+  if (o.bootstrap == 1) throw UsageError("--bootstrap: at least 2 replicates (or 0 for none)");
+  if (!(o.level > 0.0 && o.level < 1.0)) throw UsageError("--level must be in (0, 1), e.g. 0.95");
+  if (o.kid_subsets == 0) throw UsageError("--kid-subsets must be at least 1");
+  return route;
+}
+
+// FID, KID and (with --bootstrap) the FID's bootstrap interval of two feature sets.
+struct FidReport {
+  metrics::FidResult f;
+  metrics::KidResult k;
+  std::optional<metrics::FidBootstrap> boot;
+};
+
+FidReport measure(const FidOptions& o, const Features& fa, const Features& fb, metrics::TraceRoute route) {
+  const metrics::FeatureMatrix a{fa.array.values, fa.array.shape[0], fa.array.shape[1], "A"};
+  const metrics::FeatureMatrix b{fb.array.values, fb.array.shape[0], fb.array.shape[1], "B"};
+  FidReport r;
+  metrics::FidResult& f = r.f;
+  metrics::KidResult& k = r.k;
+  std::optional<metrics::FidBootstrap>& boot = r.boot;
+  // Every error from here on is the input's (rows, D, values, subset sizes).
+  try {
+    f = metrics::fid(a, b, route);
+    k = metrics::kernel_inception_distance(
+        a, b, {.subsets = o.kid_subsets, .subset_size = o.kid_subset_size, .seed = o.seed});
+    if (o.bootstrap > 0)
+      boot = metrics::fid_bootstrap(
+          a, b, {.replicates = o.bootstrap, .level = o.level, .seed = o.seed, .route = route});
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return r;
+}
+
+// --json: one document with every field of the FID, the KID and the bootstrap.
+nlohmann::ordered_json fid_json(const FidOptions& o, const Features& fa, const Features& fb,
+                                const ExtractorSource& source, const FidReport& r) {
+  const metrics::FidResult& f = r.f;
+  const metrics::KidResult& k = r.k;
+  const std::optional<metrics::FidBootstrap>& boot = r.boot;
+  nlohmann::ordered_json j;
+  j["a"] = fa.path;
+  j["b"] = fb.path;
+  j["a_kind"] = fa.kind;
+  j["b_kind"] = fb.kind;
+  j["extractor"] = source.loaded ? source.loaded->record.to_json() : nlohmann::json(nullptr);
+  j["n_a"] = f.n_a;
+  j["n_b"] = f.n_b;
+  j["dims"] = f.dims;
+  j["fid"] = json_number(f.fid);
+  j["fid_raw"] = json_number(f.fid_raw);
+  j["mean_term"] = json_number(f.mean_term);
+  j["trace_a"] = json_number(f.trace_a);
+  j["trace_b"] = json_number(f.trace_b);
+  j["trace_sqrt"] = json_number(f.trace_sqrt);
+  j["route"] = metrics::to_string(f.route);
+  j["clamped_eigenvalues"] = {{"count", f.clamping.count},
+                              {"largest_magnitude", json_number(f.clamping.largest_magnitude)},
+                              {"largest_relative", json_number(f.clamping.largest_relative)}};
+  j["kid"] = json_number(k.kid);
+  j["kid_stderr"] = json_number(k.kid_stderr);
+  j["kid_stderr_definition"] =
+      "standard deviation of the per-subset MMD^2 estimates, 1/K denominator "
+      "(torch-fidelity's kernel_inception_distance_std); not divided by sqrt(K)";
+  j["kid_subsets"] = k.subsets;
+  j["kid_subset_size"] = k.subset_size;
+  j["seed"] = o.seed;
+  if (boot)
+    j["fid_bootstrap"] = {{"replicates", boot->replicates},
+                          {"level", boot->level},
+                          {"low", json_number(boot->low)},
+                          {"high", json_number(boot->high)},
+                          {"standard_error", json_number(boot->standard_error)}};
+  else
+    j["fid_bootstrap"] = nullptr;
+  return j;
+}
+
+// The human-readable report.
+std::string fid_text(const FidOptions& o, const Features& fa, const Features& fb, const ExtractorSource& source,
+                     const FidReport& r) {
+  const metrics::FidResult& f = r.f;
+  const metrics::KidResult& k = r.k;
+  const std::optional<metrics::FidBootstrap>& boot = r.boot;
+  std::string out = "A: " + fa.path + " (" + std::to_string(f.n_a) + " x " +
+                    std::to_string(f.dims) + ")\nB: " + fb.path + " (" +
+                    std::to_string(f.n_b) + " x " + std::to_string(f.dims) + ")\n";
+  if (source.loaded)
+    out += "image sets through the extractor " + source.loaded->record.file + " (sha256 " +
+           source.loaded->record.sha256 + ")\n";
+  out += "FID " + number_text(f.fid) + "  (" + metrics::to_string(f.route) +
+         " route; ||mu_a - mu_b||^2 " + number_text(f.mean_term, "%.6g") + ", Tr S_a " +
+         number_text(f.trace_a, "%.6g") + ", Tr S_b " + number_text(f.trace_b, "%.6g") +
+         ", Tr((S_a S_b)^1/2) " + number_text(f.trace_sqrt, "%.6g") + ")\n";
+  if (f.clamping.count == 0)
+    out += "  no negative eigenvalue needed clamping\n";
+  else
+    out += "  " + std::to_string(f.clamping.count) +
+           " negative eigenvalues (rounding) set to 0; largest |value| " +
+           number_text(f.clamping.largest_magnitude, "%.3g") + ", " +
+           number_text(f.clamping.largest_relative, "%.3g") + " of its matrix's largest\n";
+  if (boot)
+    out += "  bootstrap: " + number_text(100.0 * boot->level, "%g") + "% interval [" +
+           number_text(boot->low, "%.6g") + ", " + number_text(boot->high, "%.6g") +
+           "], standard error " + number_text(boot->standard_error, "%.3g") + " (" +
+           std::to_string(boot->replicates) + " replicates)\n";
+  out += "KID " + number_text(k.kid, "%.6g") + " +- " + number_text(k.kid_stderr, "%.3g") +
+         "  (mean and standard deviation over " + std::to_string(k.subsets) +
+         " subsets of " + std::to_string(k.subset_size) + " rows, seed " +
+         std::to_string(o.seed) + ")\n";
+  out += "FID is biased by the sample size: compare FIDs only at equal N (KID is unbiased).\n";
+  return out;
+}
+
+int run_fid(const FidOptions& o) {
+  const metrics::TraceRoute route = checked_route(o);
+  ExtractorSource source{o.extractor, {}};
+  const Features fa = read_input(o.a, "A", source, o.data_dir);
+  const Features fb = read_input(o.b, "B", source, o.data_dir);
+  const FidReport r = measure(o, fa, fb, route);
+  if (o.json)
+    std::cout << fid_json(o, fa, fb, source, r).dump(2) << "\n";
+  else
+    std::cout << fid_text(o, fa, fb, source, r);
+  return 0;
+}
+
 }  // namespace
 
 void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
-  struct Options {
-    std::string a, b, route = "nuclear-norm", extractor, data_dir;
-    bool json = false;
-    std::uint64_t seed = 0;
-    std::size_t kid_subsets = 100, kid_subset_size = 0, bootstrap = 0;
-    double level = 0.95;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<FidOptions>();
   auto* app = root.add_subcommand(
       "fid",
       "FID and KID between two feature matrices (.npy, N x D, float16/32/64), e.g. features of generated and of\n"
@@ -179,104 +315,7 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
                   "(eigenvalues of S_a^1/2 S_b S_a^1/2)")
       ->type_name("ROUTE");
 
-  commands.push_back({app, [o] {
-                        metrics::TraceRoute route;
-                        try {
-                          route = metrics::parse_trace_route(o->route);
-                        } catch (const std::invalid_argument& e) {
-                          throw UsageError(std::string("--route: ") + e.what());
-                        }
-                        if (o->bootstrap == 1) throw UsageError("--bootstrap: at least 2 replicates (or 0 for none)");
-                        if (!(o->level > 0.0 && o->level < 1.0)) throw UsageError("--level must be in (0, 1), e.g. 0.95");
-                        if (o->kid_subsets == 0) throw UsageError("--kid-subsets must be at least 1");
-                        ExtractorSource source{o->extractor, {}};
-                        const Features fa = read_input(o->a, "A", source, o->data_dir);
-                        const Features fb = read_input(o->b, "B", source, o->data_dir);
-                        const metrics::FeatureMatrix a{fa.array.values, fa.array.shape[0], fa.array.shape[1], "A"};
-                        const metrics::FeatureMatrix b{fb.array.values, fb.array.shape[0], fb.array.shape[1], "B"};
-                        metrics::FidResult f;
-                        metrics::KidResult k;
-                        std::optional<metrics::FidBootstrap> boot;
-                        // Every error from here on is the input's (rows, D, values, subset sizes).
-                        try {
-                          f = metrics::fid(a, b, route);
-                          k = metrics::kernel_inception_distance(
-                              a, b, {.subsets = o->kid_subsets, .subset_size = o->kid_subset_size, .seed = o->seed});
-                          if (o->bootstrap > 0)
-                            boot = metrics::fid_bootstrap(
-                                a, b, {.replicates = o->bootstrap, .level = o->level, .seed = o->seed, .route = route});
-                        } catch (const std::invalid_argument& e) {
-                          throw UsageError(e.what());
-                        }
-                        if (o->json) {
-                          nlohmann::ordered_json j;
-                          j["a"] = fa.path;
-                          j["b"] = fb.path;
-                          j["a_kind"] = fa.kind;
-                          j["b_kind"] = fb.kind;
-                          j["extractor"] = source.loaded ? source.loaded->record.to_json() : nlohmann::json(nullptr);
-                          j["n_a"] = f.n_a;
-                          j["n_b"] = f.n_b;
-                          j["dims"] = f.dims;
-                          j["fid"] = json_number(f.fid);
-                          j["fid_raw"] = json_number(f.fid_raw);
-                          j["mean_term"] = json_number(f.mean_term);
-                          j["trace_a"] = json_number(f.trace_a);
-                          j["trace_b"] = json_number(f.trace_b);
-                          j["trace_sqrt"] = json_number(f.trace_sqrt);
-                          j["route"] = metrics::to_string(f.route);
-                          j["clamped_eigenvalues"] = {{"count", f.clamping.count},
-                                                      {"largest_magnitude", json_number(f.clamping.largest_magnitude)},
-                                                      {"largest_relative", json_number(f.clamping.largest_relative)}};
-                          j["kid"] = json_number(k.kid);
-                          j["kid_stderr"] = json_number(k.kid_stderr);
-                          j["kid_stderr_definition"] =
-                              "standard deviation of the per-subset MMD^2 estimates, 1/K denominator "
-                              "(torch-fidelity's kernel_inception_distance_std); not divided by sqrt(K)";
-                          j["kid_subsets"] = k.subsets;
-                          j["kid_subset_size"] = k.subset_size;
-                          j["seed"] = o->seed;
-                          if (boot)
-                            j["fid_bootstrap"] = {{"replicates", boot->replicates},
-                                                  {"level", boot->level},
-                                                  {"low", json_number(boot->low)},
-                                                  {"high", json_number(boot->high)},
-                                                  {"standard_error", json_number(boot->standard_error)}};
-                          else
-                            j["fid_bootstrap"] = nullptr;
-                          std::cout << j.dump(2) << "\n";
-                          return 0;
-                        }
-                        std::string out = "A: " + fa.path + " (" + std::to_string(f.n_a) + " x " +
-                                          std::to_string(f.dims) + ")\nB: " + fb.path + " (" +
-                                          std::to_string(f.n_b) + " x " + std::to_string(f.dims) + ")\n";
-                        if (source.loaded)
-                          out += "image sets through the extractor " + source.loaded->record.file + " (sha256 " +
-                                 source.loaded->record.sha256 + ")\n";
-                        out += "FID " + number_text(f.fid) + "  (" + metrics::to_string(f.route) +
-                               " route; ||mu_a - mu_b||^2 " + number_text(f.mean_term, "%.6g") + ", Tr S_a " +
-                               number_text(f.trace_a, "%.6g") + ", Tr S_b " + number_text(f.trace_b, "%.6g") +
-                               ", Tr((S_a S_b)^1/2) " + number_text(f.trace_sqrt, "%.6g") + ")\n";
-                        if (f.clamping.count == 0)
-                          out += "  no negative eigenvalue needed clamping\n";
-                        else
-                          out += "  " + std::to_string(f.clamping.count) +
-                                 " negative eigenvalues (rounding) set to 0; largest |value| " +
-                                 number_text(f.clamping.largest_magnitude, "%.3g") + ", " +
-                                 number_text(f.clamping.largest_relative, "%.3g") + " of its matrix's largest\n";
-                        if (boot)
-                          out += "  bootstrap: " + number_text(100.0 * boot->level, "%g") + "% interval [" +
-                                 number_text(boot->low, "%.6g") + ", " + number_text(boot->high, "%.6g") +
-                                 "], standard error " + number_text(boot->standard_error, "%.3g") + " (" +
-                                 std::to_string(boot->replicates) + " replicates)\n";
-                        out += "KID " + number_text(k.kid, "%.6g") + " +- " + number_text(k.kid_stderr, "%.3g") +
-                               "  (mean and standard deviation over " + std::to_string(k.subsets) +
-                               " subsets of " + std::to_string(k.subset_size) + " rows, seed " +
-                               std::to_string(o->seed) + ")\n";
-                        out += "FID is biased by the sample size: compare FIDs only at equal N (KID is unbiased).\n";
-                        std::cout << out;
-                        return 0;
-                      }});
+  commands.push_back({app, [o] { return run_fid(*o); }});
 }
 
 }  // namespace mpverify::cli

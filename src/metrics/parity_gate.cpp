@@ -293,21 +293,19 @@ int gate_exit_code(Verdict verdict) {
   return 2;
 }
 
-GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, const GateOptions& options) {
+namespace {
+
+void check_gate_options(const GateOptions& options) {
   if (!(std::isfinite(options.margin) && options.margin > 0))
     throw InputError("--margin must be a finite number > 0 (in the metric's unit; accuracy: percentage points)");
   if (!(options.alpha > 0 && options.alpha < 0.5)) throw InputError("--alpha must lie in (0, 0.5)");
   if (!(options.loss_tail_fraction > 0 && options.loss_tail_fraction <= 1))
     throw InputError("the loss tail fraction must lie in (0, 1]");
-  GateResult g;
-  g.metric = options.metric;
-  g.baseline = baseline.name;
-  g.candidate = candidate.name;
-  g.margin = options.margin;
-  g.alpha = options.alpha;
-  const char* metric = to_string(options.metric);
+}
 
-  // Comparable experiments first: a mismatch is bad input, whatever the values.
+// Comparable experiments first: a mismatch is bad input, whatever the values.
+// Returns every run, the baseline's first.
+std::vector<const RunDirectory*> comparable_runs(const Ensemble& baseline, const Ensemble& candidate) {
   std::vector<const RunDirectory*> all, side_b, side_c;
   for (const RunDirectory& r : baseline.runs) side_b.push_back(&r);
   for (const RunDirectory& r : candidate.runs) side_c.push_back(&r);
@@ -319,83 +317,103 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
   check_same(all, kSharedConfigKeys, "baseline and candidate must train the same model on the same data for as long");
   check_same(side_b, kSideConfigKeys, "one side must be one recipe");
   check_same(side_c, kSideConfigKeys, "one side must be one recipe");
+  return all;
+}
 
-  Side b{&baseline, "baseline", {}, {}}, c{&candidate, "candidate", {}, {}};
-  std::int64_t steps = 0;
-  if (options.metric == GateMetric::loss) {
-    const json s = config_value(*all.front(), "steps");
-    if (!s.is_number_integer() || s.get<std::int64_t>() < 1)
-      bad(*all.front(), "config.steps is " + s.dump() + ", expected an integer >= 1 (the loss gate needs it)");
-    steps = s.get<std::int64_t>();
-    for (const RunDirectory* r : all)
-      if (!r->steps) bad(*r, "was not read (read the runs with their steps for --metric loss)", "steps.jsonl");
-    g.loss_key = options.loss_key;
-    if (g.loss_key.empty()) {
-      const json& first = all.front()->steps->front();
-      g.loss_key = first.contains("loss") || !first.contains("loss_g") ? "loss" : "loss_g";
-    }
-    g.unit = g.loss_key;
-    g.loss_tail_steps = static_cast<std::size_t>(
-        std::max<double>(1, std::ceil(options.loss_tail_fraction * static_cast<double>(steps))));
-    g.loss_tail_first_step = steps - static_cast<std::int64_t>(g.loss_tail_steps);
-  } else {
-    g.unit = options.metric == GateMetric::accuracy ? "points" : "FID";
+// --metric loss: the runs' step count, the loss key and the tail gated (into g).
+std::int64_t prepare_loss_gate(GateResult& g, const std::vector<const RunDirectory*>& all,
+                               const GateOptions& options) {
+  const json s = config_value(*all.front(), "steps");
+  if (!s.is_number_integer() || s.get<std::int64_t>() < 1)
+    bad(*all.front(), "config.steps is " + s.dump() + ", expected an integer >= 1 (the loss gate needs it)");
+  const std::int64_t steps = s.get<std::int64_t>();
+  for (const RunDirectory* r : all)
+    if (!r->steps) bad(*r, "was not read (read the runs with their steps for --metric loss)", "steps.jsonl");
+  g.loss_key = options.loss_key;
+  if (g.loss_key.empty()) {
+    const json& first = all.front()->steps->front();
+    g.loss_key = first.contains("loss") || !first.contains("loss_g") ? "loss" : "loss_g";
   }
+  g.unit = g.loss_key;
+  g.loss_tail_steps = static_cast<std::size_t>(
+      std::max<double>(1, std::ceil(options.loss_tail_fraction * static_cast<double>(steps))));
+  g.loss_tail_first_step = steps - static_cast<std::int64_t>(g.loss_tail_steps);
+  return steps;
+}
 
-  for (Side* side : {&b, &c})
-    for (const RunDirectory& run : side->ensemble->runs) {
-      RunOutcome o;
-      o.run = run.name;
-      o.seed = run.seed;
-      o.divergence = summary_divergence(run);
-      if (options.metric == GateMetric::accuracy) {
-        const json& e = evaluation_of(run, metric);
-        o.value = evaluation_value(run, e, "test_accuracy", metric);
-        if (o.value && (*o.value < 0 || *o.value > 1))
-          bad(run, "evaluation.test_accuracy is " + number_text(*o.value) + ", expected a fraction in [0, 1]");
-        if (o.value) *o.value *= 100;
-        else if (o.divergence.empty()) o.divergence = "summary.json: evaluation.test_accuracy is null (diverged)";
-      } else if (options.metric == GateMetric::fid) {
-        const json& e = evaluation_of(run, metric);
-        o.value = evaluation_value(run, e, "fid", metric);
-        if (o.value && *o.value < 0) bad(run, "evaluation.fid is negative");
-        if (!o.value && o.divergence.empty()) o.divergence = "summary.json: evaluation.fid is null (diverged)";
-        if (const auto se = e.find("fid_stderr"); se != e.end() && !se->is_null()) {
-          o.stderr_value = finite_number(run, *se, "evaluation.fid_stderr");
-          if (*o.stderr_value < 0) bad(run, "evaluation.fid_stderr is negative");
-        }
-      } else {
-        side->curves.push_back(loss_curve(run, g.loss_key, steps, !o.divergence.empty()));
-        const auto& curve = side->curves.back();
-        double sum = 0;
-        for (std::int64_t s = g.loss_tail_first_step; s < steps; ++s) {
-          const auto& v = curve[static_cast<std::size_t>(s)];
-          if (!v) {
-            if (o.divergence.empty())
-              o.divergence = "steps.jsonl: " + g.loss_key + " is non-finite at step " + std::to_string(s);
-            break;
-          }
-          sum += *v;
-        }
-        if (o.divergence.empty()) o.value = sum / static_cast<double>(g.loss_tail_steps);
-      }
-      if (!o.divergence.empty()) o.value.reset();
-      side->outcomes.push_back(std::move(o));
+// Held-out test accuracy in percentage points.
+void accuracy_outcome(const RunDirectory& run, const char* metric, RunOutcome& o) {
+  const json& e = evaluation_of(run, metric);
+  o.value = evaluation_value(run, e, "test_accuracy", metric);
+  if (o.value && (*o.value < 0 || *o.value > 1))
+    bad(run, "evaluation.test_accuracy is " + number_text(*o.value) + ", expected a fraction in [0, 1]");
+  if (o.value) *o.value *= 100;
+  else if (o.divergence.empty()) o.divergence = "summary.json: evaluation.test_accuracy is null (diverged)";
+}
+
+// The FID and, when the run has one, its bootstrap standard error.
+void fid_outcome(const RunDirectory& run, const char* metric, RunOutcome& o) {
+  const json& e = evaluation_of(run, metric);
+  o.value = evaluation_value(run, e, "fid", metric);
+  if (o.value && *o.value < 0) bad(run, "evaluation.fid is negative");
+  if (!o.value && o.divergence.empty()) o.divergence = "summary.json: evaluation.fid is null (diverged)";
+  if (const auto se = e.find("fid_stderr"); se != e.end() && !se->is_null()) {
+    o.stderr_value = finite_number(run, *se, "evaluation.fid_stderr");
+    if (*o.stderr_value < 0) bad(run, "evaluation.fid_stderr is negative");
+  }
+}
+
+// The mean loss over the tail; the run's loss curve is kept on its side (for the envelope).
+void loss_outcome(const RunDirectory& run, const GateResult& g, std::int64_t steps, Side& side, RunOutcome& o) {
+  side.curves.push_back(loss_curve(run, g.loss_key, steps, !o.divergence.empty()));
+  const auto& curve = side.curves.back();
+  double sum = 0;
+  for (std::int64_t s = g.loss_tail_first_step; s < steps; ++s) {
+    const auto& v = curve[static_cast<std::size_t>(s)];
+    if (!v) {
+      if (o.divergence.empty())
+        o.divergence = "steps.jsonl: " + g.loss_key + " is non-finite at step " + std::to_string(s);
+      break;
     }
+    sum += *v;
+  }
+  if (o.divergence.empty()) o.value = sum / static_cast<double>(g.loss_tail_steps);
+}
 
-  // After the values, so that a run lacking the metric is reported as that.
-  if (options.metric != GateMetric::loss)
-    check_same_evaluation_size(all, options.metric == GateMetric::accuracy ? "test_size" : "n");
+// Every run's value of the metric (or why it has none) into its side's outcomes.
+void read_outcomes(Side& side, const GateResult& g, const GateOptions& options, std::int64_t steps) {
+  const char* metric = to_string(options.metric);
+  for (const RunDirectory& run : side.ensemble->runs) {
+    RunOutcome o;
+    o.run = run.name;
+    o.seed = run.seed;
+    o.divergence = summary_divergence(run);
+    if (options.metric == GateMetric::accuracy) accuracy_outcome(run, metric, o);
+    else if (options.metric == GateMetric::fid) fid_outcome(run, metric, o);
+    else loss_outcome(run, g, steps, side, o);
+    if (!o.divergence.empty()) o.value.reset();
+    side.outcomes.push_back(std::move(o));
+  }
+}
+
+// After the values, so that a run lacking the metric is reported as that.
+void check_evaluation_sizes(const std::vector<const RunDirectory*>& all, GateMetric metric) {
+  if (metric != GateMetric::loss)
+    check_same_evaluation_size(all, metric == GateMetric::accuracy ? "test_size" : "n");
   // FIDs compare only at the same real set size and through the same
   // extractor (its file's sha256; runs without these fields pass as before).
-  if (options.metric == GateMetric::fid) {
+  if (metric == GateMetric::fid) {
     check_same_evaluation_size(all, "n_real");
     check_same_evaluation_size(all, "extractor");
   }
+}
 
-  // How many runs the method needs, and which method.
+// How many runs the method needs, and which method: the seeds to pair on
+// (none: Welch, or the single-FID test when single_fid).
+std::optional<std::vector<std::int64_t>> choose_pairing(const Side& b, const Side& c, const GateOptions& options,
+                                                        bool single_fid) {
   const std::size_t nb = b.outcomes.size(), nc = c.outcomes.size();
-  const bool single_fid = options.metric == GateMetric::fid && nb == 1 && nc == 1;
+  const char* metric = to_string(options.metric);
   if (!single_fid && (nb < 2 || nc < 2)) {
     std::string m = "fewer than 2 runs on a side (baseline " + std::to_string(nb) + ", candidate " +
                      std::to_string(nc) + "): the --metric " + metric +
@@ -416,27 +434,33 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
         bad(side->ensemble->runs.front(),
             "evaluation has no \"fid_stderr\": with one run per side the gate needs each FID's bootstrap standard "
             "error (or give >= 2 runs per side)");
+  return seeds;
+}
 
-  if (options.metric == GateMetric::loss) g.envelope = compute_envelope(b, c, options.margin, steps);
-  g.baseline_runs = b.outcomes;
-  g.candidate_runs = c.outcomes;
-
-  // A diverged run decides, whatever the statistics say.
+// A diverged run decides, whatever the statistics say: true (and g's verdict
+// and reason set) when one did.
+bool diverged_run_decides(GateResult& g, const Side& b, const Side& c) {
   for (const Side* side : {&c, &b})
     for (const RunOutcome& o : side->outcomes)
       if (!o.divergence.empty()) {
         g.verdict = Verdict::not_equivalent;
         g.reason = std::string(side->name) + " run '" + o.run + "' diverged (" + o.divergence +
                    "): a diverged run never passes";
-        return g;
+        return true;
       }
+  return false;
+}
 
+// The equivalence test (single FID, paired or Welch) on the sides' values, into g.test and g.notes.
+void run_equivalence_test(GateResult& g, const Side& b, const Side& c, const GateOptions& options,
+                          const RunDirectory& first_run, const std::optional<std::vector<std::int64_t>>& seeds,
+                          bool single_fid) {
   EquivalenceOptions eo{options.margin, options.alpha};
   // Accuracy moves in steps of 100/test_size points: the spread a zero sample
   // spread stands for (equivalence.h). Every run has an evaluation (the values
   // came from it) and the same test_size (checked above).
   if (options.metric == GateMetric::accuracy)
-    if (const auto n = evaluation_entry(*all.front(), "test_size"); n && n->is_number() && n->get<double>() >= 1)
+    if (const auto n = evaluation_entry(first_run, "test_size"); n && n->is_number() && n->get<double>() >= 1)
       eo.resolution = 100.0 / n->get<double>();
   if (single_fid) {
     g.test = normal_stderr_tost(*b.outcomes[0].value, *b.outcomes[0].stderr_value, *c.outcomes[0].value,
@@ -464,16 +488,50 @@ GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, co
     g.notes.push_back(options.pairing == Pairing::welch ? "Welch (unpaired), as --method welch asked"
                                                         : "Welch (unpaired): the two sides ran different seed sets");
   }
-  g.verdict = g.test->verdict;
+}
+
+// Why the test decided as it did: where its interval lies against the margin.
+std::string verdict_reason(const GateResult& g, const GateOptions& options) {
   const std::string ci = level_text(options.alpha) + " interval " + interval_text(*g.test);
   const std::string m = number_text(options.margin);
   switch (g.verdict) {
-    case Verdict::equivalent: g.reason = "the " + ci + " lies inside (-" + m + ", " + m + ")"; break;
-    case Verdict::not_equivalent: g.reason = "the " + ci + " lies entirely outside [-" + m + ", " + m + "]"; break;
-    case Verdict::inconclusive:
-      g.reason = "the " + ci + " is neither inside (-" + m + ", " + m + ") nor entirely outside it";
-      break;
+    case Verdict::equivalent: return "the " + ci + " lies inside (-" + m + ", " + m + ")";
+    case Verdict::not_equivalent: return "the " + ci + " lies entirely outside [-" + m + ", " + m + "]";
+    case Verdict::inconclusive: return "the " + ci + " is neither inside (-" + m + ", " + m + ") nor entirely outside it";
   }
+  return g.reason;
+}
+
+}  // namespace
+
+GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, const GateOptions& options) {
+  check_gate_options(options);
+  GateResult g;
+  g.metric = options.metric;
+  g.baseline = baseline.name;
+  g.candidate = candidate.name;
+  g.margin = options.margin;
+  g.alpha = options.alpha;
+
+  const std::vector<const RunDirectory*> all = comparable_runs(baseline, candidate);
+  std::int64_t steps = 0;
+  if (options.metric == GateMetric::loss) steps = prepare_loss_gate(g, all, options);
+  else g.unit = options.metric == GateMetric::accuracy ? "points" : "FID";
+
+  Side b{&baseline, "baseline", {}, {}}, c{&candidate, "candidate", {}, {}};
+  for (Side* side : {&b, &c}) read_outcomes(*side, g, options, steps);
+  check_evaluation_sizes(all, options.metric);
+
+  const bool single_fid = options.metric == GateMetric::fid && b.outcomes.size() == 1 && c.outcomes.size() == 1;
+  const std::optional<std::vector<std::int64_t>> seeds = choose_pairing(b, c, options, single_fid);
+  if (options.metric == GateMetric::loss) g.envelope = compute_envelope(b, c, options.margin, steps);
+  g.baseline_runs = b.outcomes;
+  g.candidate_runs = c.outcomes;
+  if (diverged_run_decides(g, b, c)) return g;
+
+  run_equivalence_test(g, b, c, options, *all.front(), seeds, single_fid);
+  g.verdict = g.test->verdict;
+  g.reason = verdict_reason(g, options);
   return g;
 }
 

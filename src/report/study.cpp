@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -98,27 +99,32 @@ void validate_study(const StudyConfig& c) {
   }
 }
 
-StudyResult run_study(const StudyConfig& c, const std::function<void(const std::string&)>& progress) {
-  validate_study(c);
-  StudyResult result;
-  result.gpu_reason = gpu::gpu_unavailable_reason();
-  const std::vector<Side> sides = study_sides(c, result.gpu_reason);
-  const auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
+namespace {
 
-  // The runs: seed 1 of each side (recorders on, the slowest) first, so that
-  // the two threads finish close together.
-  struct Job {
-    const Side* side;
-    std::uint64_t seed;
-  };
+using Say = std::function<void(const std::string&)>;
+// Each side's per-step records of seed 1 (the run with the recorders on), by side name.
+using SeedOneSteps = std::map<std::string, std::vector<json>>;
+
+struct Job {
+  const Side* side;
+  std::uint64_t seed;
+};
+
+// Seed 1 of each side (recorders on, the slowest) first, so that the two
+// threads finish close together.
+std::vector<Job> study_jobs(const StudyConfig& c, const std::vector<Side>& sides) {
   std::vector<Job> jobs;
   for (std::uint64_t s = 1; s <= c.seeds; ++s)
     for (const Side& side : sides) jobs.push_back({&side, s});
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
     return (a.seed == 1) > (b.seed == 1);
   });
+  return jobs;
+}
+
+// Trains every job (c.jobs at a time) into its seed directory and records it in result.runs.
+void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std::vector<Job>& jobs,
+                StudyResult& result, const Say& say) {
   result.runs.resize(jobs.size());
   // A previous study's runs are replaced (a stale seed directory would be
   // ignored by ensemble.json anyway, but would mislead a reader).
@@ -145,83 +151,105 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
     run.wall_seconds = finished[i].wall_seconds;
     run.summary = finished[i].summary;
   }
+}
 
-  // Each side an ensemble directory, as `train --seeds` writes it.
+// Each side an ensemble directory, as `train --seeds` writes it.
+void write_ensemble_manifests(const StudyConfig& c, const std::vector<Side>& sides) {
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   for (const Side& side : sides) training::write_ensemble_manifest(c.out / side.name, seeds);
+}
 
-  // The gate, on directories named relative to `out` (so the report does not
-  // depend on where the runs were written).
+// One accuracy gate and one loss gate per candidate side (k-th entry: sides[k + 1]).
+struct StudyGates {
+  std::vector<metrics::GateResult> accuracy, loss;
+};
+
+// The gate, on directories named relative to `out` (so the report does not
+// depend on where the runs were written).
+StudyGates evaluate_study_gates(const StudyConfig& c, const std::vector<Side>& sides, const Say& say) {
   say("study: parity gate");
   const auto read_side = [&](const std::string& name) { return metrics::read_named_ensemble(c.out, name, true); };
   const metrics::Ensemble baseline = read_side("fp32-ref");
-  std::vector<metrics::GateResult> accuracy_gates, loss_gates;
+  StudyGates gates;
   for (std::size_t k = 1; k < sides.size(); ++k) {
     const metrics::Ensemble candidate = read_side(sides[k].name);
     metrics::GateOptions acc;
     acc.metric = metrics::GateMetric::accuracy;
     acc.margin = c.margin;
     acc.alpha = c.alpha;
-    accuracy_gates.push_back(metrics::evaluate_gate(baseline, candidate, acc));
+    gates.accuracy.push_back(metrics::evaluate_gate(baseline, candidate, acc));
     metrics::GateOptions loss = acc;
     loss.metric = metrics::GateMetric::loss;
     loss.margin = c.loss_margin;
-    loss_gates.push_back(metrics::evaluate_gate(baseline, candidate, loss));
-    say("study: " + metrics::gate_verdict_line(accuracy_gates.back()));
+    gates.loss.push_back(metrics::evaluate_gate(baseline, candidate, loss));
+    say("study: " + metrics::gate_verdict_line(gates.accuracy.back()));
   }
+  return gates;
+}
 
-  // Figures from seed 1 of each side (the runs with the recorders on).
-  say("study: figures and report");
-  std::map<std::string, std::vector<json>> steps;
+SeedOneSteps read_seed_one_steps(const StudyConfig& c, const std::vector<Side>& sides) {
+  SeedOneSteps steps;
   for (const Side& side : sides)
     steps[side.name] = record::read_steps(training::seed_directory(c.out / side.name, 1));
-  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
-  std::vector<fs::path>& files = result.files;
+  return steps;
+}
 
+void write_loss_and_scale_figures(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps,
+                                  std::vector<fs::path>& files) {
   LineChart loss{"Training loss per step (seed 1)", "step", "loss (softmax cross-entropy, mini-batch)", false, {}};
-  for (const Side& side : sides) loss.series.push_back(series_of(side.title, step_values(steps[side.name], "loss")));
+  for (const Side& side : sides) loss.series.push_back(series_of(side.title, step_values(steps.at(side.name), "loss")));
   write_output(figure_path(c.report, "loss"), svg_line_chart(loss), files);
 
   LineChart scale{"Loss scale per step (seed 1; torch GradScaler)", "step", "loss scale", true, {}};
   for (std::size_t k = 1; k < sides.size(); ++k)
-    scale.series.push_back(series_of(sides[k].title, step_values(steps[sides[k].name], "scale")));
+    scale.series.push_back(series_of(sides[k].title, step_values(steps.at(sides[k].name), "scale")));
   write_output(figure_path(c.report, "scale"), svg_line_chart(scale), files);
+}
 
+void write_underflow_figure(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps,
+                            std::vector<fs::path>& files) {
   LineChart underflow{"Gradients lost in fp16 at the step's scale (seed 1)", "step",
                       "fraction of non-zero gradients (log; 0 not drawn)", false, {}};
   underflow.log10_y = true;
   for (const Side& side : sides) {
     underflow.series.push_back(
-        series_of(side.title + ": underflow to zero", step_values(steps[side.name], "underflow_rate")));
+        series_of(side.title + ": underflow to zero", step_values(steps.at(side.name), "underflow_rate")));
     underflow.series.push_back(
-        series_of(side.title + ": subnormal", step_values(steps[side.name], "subnormal_rate"), true));
+        series_of(side.title + ": subnormal", step_values(steps.at(side.name), "subnormal_rate"), true));
   }
   write_output(figure_path(c.report, "underflow"), svg_line_chart(underflow), files);
+}
 
-  // The fp32 run writes fp32 weights; its recorder measures the updates
-  // against fp16 (the study format), where both of its rates are the same
-  // figure: what fp16 weights would lose.
+// The fp32 run writes fp32 weights; its recorder measures the updates
+// against fp16 (the study format), where both of its rates are the same
+// figure: what fp16 weights would lose.
+void write_lost_updates_figure(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps,
+                               std::vector<fs::path>& files) {
   LineChart lost{"Lost weight updates (w + u == w), seed 1", "step", "fraction of parameters (log; 0 not drawn)",
                  false, {}};
   lost.log10_y = true;
   lost.series.push_back(series_of("fp32 (ref): if its weights were fp16",
-                                  step_values(steps["fp32-ref"], "lost_update_rate_without_master"), true));
+                                  step_values(steps.at("fp32-ref"), "lost_update_rate_without_master"), true));
   for (std::size_t k = 1; k < sides.size(); ++k) {
     lost.series.push_back(series_of(sides[k].title + ": fp32 master weights (what it does)",
-                                    step_values(steps[sides[k].name], "lost_update_rate")));
+                                    step_values(steps.at(sides[k].name), "lost_update_rate")));
     lost.series.push_back(series_of(sides[k].title + ": if the weights were fp16 (no master copy)",
-                                    step_values(steps[sides[k].name], "lost_update_rate_without_master"), true));
+                                    step_values(steps.at(sides[k].name), "lost_update_rate_without_master"), true));
   }
   write_output(figure_path(c.report, "lost-updates"), svg_line_chart(lost), files);
+}
 
+// Exponent histograms of the gradients at the first, middle and last step of each side.
+void write_gradient_histograms(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps,
+                               std::vector<fs::path>& files) {
   std::vector<std::size_t> hist_steps{0, c.steps / 2, c.steps - 1};
   hist_steps.erase(std::unique(hist_steps.begin(), hist_steps.end()), hist_steps.end());
   std::vector<HistogramSeries> panels;
   for (const Side& side : sides) {
     const std::vector<json> lines =
         record::read_json_lines(training::seed_directory(c.out / side.name, 1) / "histograms.jsonl");
-    const std::vector<double> scales = step_values(steps[side.name], "scale");
+    const std::vector<double> scales = step_values(steps.at(side.name), "scale");
     for (const std::size_t s : hist_steps) {
       if (s >= scales.size()) continue;
       panels.push_back({side.title + ", step " + std::to_string(s) + ", gradients x " + power_of_two_text(scales[s]),
@@ -236,13 +264,20 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
                        {"min normal 2^" + std::to_string(fp16.min_normal_exponent), fp16.min_normal_exponent},
                        {"65504", fp16.max_finite_exponent}}),
         files);
+}
 
-  // The report.
-  const metrics::GateResult& main_gate = accuracy_gates.front();
-  std::string md = "# The default study: FP32 against o2 mixed precision on the MNIST CNN\n\n";
-  md += "Written by `mpverify study` (the first command of the README, `./run-main`). Every number and figure "
-        "below comes from the run directories it trained; the same seeds give the same report, byte for byte.\n\n";
-  md += "## Verdict\n\n";
+// Figures from seed 1 of each side (the runs with the recorders on).
+void write_figures(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps,
+                   std::vector<fs::path>& files) {
+  write_loss_and_scale_figures(c, sides, steps, files);
+  write_underflow_figure(c, sides, steps, files);
+  write_lost_updates_figure(c, sides, steps, files);
+  write_gradient_histograms(c, sides, steps, files);
+}
+
+std::string verdict_section(const StudyConfig& c, const StudyGates& gates) {
+  const metrics::GateResult& main_gate = gates.accuracy.front();
+  std::string md = "## Verdict\n\n";
   md += "```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";
   md += "The parity gate (`metrics/parity_gate.h`, the library call behind `mpverify gate`) on held-out test "
         "accuracy: margin ±" + general(c.margin) + " percentage points, alpha " + general(c.alpha) + ", method " +
@@ -255,13 +290,16 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
           "`mpverify study --seeds 15` (" + fixed(15.0 / static_cast<double>(c.seeds), 1) +
           " times the runs of this one) for a decision.\n\n";
   md += gate_table_header(c.alpha);
-  for (std::size_t k = 0; k < accuracy_gates.size(); ++k) md += gate_table_row(accuracy_gates[k]) + "\n" + gate_table_row(loss_gates[k]) + "\n";
+  for (std::size_t k = 0; k < gates.accuracy.size(); ++k) md += gate_table_row(gates.accuracy[k]) + "\n" + gate_table_row(gates.loss[k]) + "\n";
   md += "\nThe loss row gates the mean training loss over the last 10% of the steps (margin ±" +
         general(c.loss_margin) + "); it is reported alongside, the accuracy row is the verdict. Reproduce either "
         "from the run directories: `mpverify gate --baseline OUT/fp32-ref --candidate OUT/o2-emu --metric accuracy "
         "--margin " + general(c.margin) + "` (OUT is the study's `--out`, default `runs/study`).\n\n";
+  return md;
+}
 
-  md += "## What ran\n\n";
+std::string what_ran_section(const StudyConfig& c, const std::string& gpu_reason) {
+  std::string md = "## What ran\n\n";
   md += "- Model: the `cnn` (conv 8 → batch norm → ReLU → max-pool → conv 16 → batch norm → ReLU → max-pool → "
         "linear), on `" + c.data + "` (" + std::to_string(c.train_size) + " training images at most, test set " +
         std::to_string(c.test_size) + "), " + std::to_string(c.steps) + " steps of SGD (lr 0.05, momentum 0.9), "
@@ -270,10 +308,10 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   md += "- Candidate **o2 (emu)**: the `o2` recipe (fp16 weights, activations and gradients; fp32 master weights, "
         "fp32 accumulation) with the `torch` loss scaler (GradScaler's defaults: initial scale 2^16, halved on an "
         "overflow, doubled after 2000 clean steps) on the bit-exact fp16 emulator.\n";
-  if (result.gpu_reason.empty()) {
+  if (gpu_reason.empty()) {
     md += "- Candidate **o2 (gpu)**: the same recipe on the CUDA backend (cuBLAS, cuDNN, CUDA kernels).\n";
   } else {
-    md += "- **No GPU was present** (" + result.gpu_reason + "): the GPU side (o2 on the CUDA backend) was not run. "
+    md += "- **No GPU was present** (" + gpu_reason + "): the GPU side (o2 on the CUDA backend) was not run. "
           "On a machine with a usable GPU the study adds it automatically.\n";
   }
   md += "- Seeds 1–" + std::to_string(c.seeds) + " on every side (paired: the same initial weights and batches). "
@@ -284,37 +322,44 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
         "on the reference about 0.1 s on one core, so " + std::to_string(c.seeds) + " seeds × " +
         std::to_string(c.steps) + " steps per side, two runs at a time, keep the whole job within a few minutes "
         "on 2 cores.\n\n";
+  return md;
+}
 
-  md += "## Runs\n\n| seed |";
+const StudyRun& run_of(const StudyResult& result, const std::string& side, std::uint64_t seed) {
+  for (const StudyRun& r : result.runs)
+    if (r.side == side && r.seed == seed) return r;
+  throw std::logic_error("study: run missing");
+}
+
+// Held-out test accuracy in percent; none when the run diverged.
+std::optional<double> accuracy_of(const StudyRun& r) {
+  const json& a = r.summary["evaluation"]["test_accuracy"];
+  if (!a.is_number()) return std::nullopt;
+  return 100.0 * a.get<double>();
+}
+
+// One row per seed: each side's accuracy, each candidate's difference to fp32, its skipped steps and final scale.
+std::string runs_section(const StudyConfig& c, const std::vector<Side>& sides, const StudyResult& result) {
+  std::string md = "## Runs\n\n| seed |";
   for (const Side& side : sides) md += " " + side.title + " test accuracy (%) |";
   for (std::size_t k = 1; k < sides.size(); ++k) md += " " + sides[k].title + " − fp32 (points) |";
   for (std::size_t k = 1; k < sides.size(); ++k) md += " " + sides[k].title + " skipped steps, final scale |";
   md += "\n|---|";
   for (std::size_t k = 0; k < sides.size() + 2 * (sides.size() - 1); ++k) md += "---:|";
   md += "\n";
-  const auto run_of = [&](const std::string& side, std::uint64_t seed) -> const StudyRun& {
-    for (const StudyRun& r : result.runs)
-      if (r.side == side && r.seed == seed) return r;
-    throw std::logic_error("study: run missing");
-  };
-  const auto accuracy_of = [](const StudyRun& r) -> std::optional<double> {
-    const json& a = r.summary["evaluation"]["test_accuracy"];
-    if (!a.is_number()) return std::nullopt;
-    return 100.0 * a.get<double>();
-  };
   for (std::uint64_t s = 1; s <= c.seeds; ++s) {
     md += "| " + std::to_string(s) + " |";
     for (const Side& side : sides) {
-      const auto a = accuracy_of(run_of(side.name, s));
+      const auto a = accuracy_of(run_of(result, side.name, s));
       add_cell(md, a ? fixed(*a, 2) : std::string("diverged"));
     }
-    const auto base = accuracy_of(run_of("fp32-ref", s));
+    const auto base = accuracy_of(run_of(result, "fp32-ref", s));
     for (std::size_t k = 1; k < sides.size(); ++k) {
-      const auto a = accuracy_of(run_of(sides[k].name, s));
+      const auto a = accuracy_of(run_of(result, sides[k].name, s));
       add_cell(md, a && base ? fixed(*a - *base, 2) : std::string("-"));
     }
     for (std::size_t k = 1; k < sides.size(); ++k) {
-      const StudyRun& r = run_of(sides[k].name, s);
+      const StudyRun& r = run_of(result, sides[k].name, s);
       std::string cell = r.summary["skipped_steps"].dump();
       cell += ", ";
       cell += power_of_two_text(r.summary["final_scale"].get<double>());
@@ -322,19 +367,27 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
     }
     md += "\n";
   }
+  return md;
+}
 
-  md += "\n## Loss and loss scale\n\n";
+std::string loss_and_scale_section(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps) {
+  std::string md = "\n## Loss and loss scale\n\n";
   md += "![Training loss per step](" + figure_path(c.report, "loss").filename().string() + ")\n\n";
   md += "![Loss scale per step](" + figure_path(c.report, "scale").filename().string() + ")\n\n";
   for (std::size_t k = 1; k < sides.size(); ++k) {
-    const std::vector<double> sc = step_values(steps[sides[k].name], "scale");
-    const auto skipped = std::count_if(steps[sides[k].name].begin(), steps[sides[k].name].end(),
+    const std::vector<json>& side_steps = steps.at(sides[k].name);
+    const std::vector<double> sc = step_values(side_steps, "scale");
+    const auto skipped = std::count_if(side_steps.begin(), side_steps.end(),
                                        [](const json& s) { return s.value("skipped", false); });
     md += "- " + sides[k].title + ", seed 1: " + std::to_string(skipped) + " skipped step(s) (an inf or NaN in a "
           "gradient at the scale), scale " + power_of_two_text(sc.front()) + " at step 0 and " + power_of_two_text(sc.back()) +
           " at the last step.\n";
   }
-  md += "\n## Gradient underflow\n\n";
+  return md;
+}
+
+std::string underflow_section(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps) {
+  std::string md = "\n## Gradient underflow\n\n";
   md += "![Gradient exponent histograms](" + figure_path(c.report, "gradients").filename().string() + ")\n\n";
   md += "Every gradient value of the step (weight gradients and activation gradients, as the ops produced them, "
         "before rounding), multiplied by the step's loss scale, binned by binade; the dashed lines are fp16's "
@@ -344,12 +397,16 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   md += "![Underflow rates per step](" + figure_path(c.report, "underflow").filename().string() + ")\n\n";
   md += "| run (seed 1) | mean underflow-to-zero rate | mean subnormal rate | mean overflow rate |\n|---|---:|---:|---:|\n";
   for (const Side& side : sides)
-    md += "| " + side.title + " | " + general(finite_mean(step_values(steps[side.name], "underflow_rate"))) + " | " +
-          general(finite_mean(step_values(steps[side.name], "subnormal_rate"))) + " | " +
-          general(finite_mean(step_values(steps[side.name], "overflow_rate"))) + " |\n";
+    md += "| " + side.title + " | " + general(finite_mean(step_values(steps.at(side.name), "underflow_rate"))) + " | " +
+          general(finite_mean(step_values(steps.at(side.name), "subnormal_rate"))) + " | " +
+          general(finite_mean(step_values(steps.at(side.name), "overflow_rate"))) + " |\n";
   md += "\nRates are fractions of the non-zero gradient values of the step, measured against fp16 at the step's "
         "scale (for the fp32 run: at scale 1, what fp16 would lose).\n\n";
-  md += "## Lost updates\n\n";
+  return md;
+}
+
+std::string lost_updates_section(const StudyConfig& c, const std::vector<Side>& sides, const SeedOneSteps& steps) {
+  std::string md = "## Lost updates\n\n";
   md += "![Lost-update rates per step](" + figure_path(c.report, "lost-updates").filename().string() + ")\n\n";
   md += "A lost update: the optimizer's update u is non-zero but w + u rounds back to w. With fp32 master weights "
         "(o2) few are lost; the dashed lines show the rate if the weights were kept in fp16 (no master copy), the "
@@ -360,16 +417,29 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   for (const Side& side : sides) {
     md += "| " + side.title + " | ";
     md += side.name == "fp32-ref" ? std::string("- (fp32 weights)")
-                                  : general(finite_mean(step_values(steps[side.name], "lost_update_rate")));
-    md += " | " + general(finite_mean(step_values(steps[side.name], "lost_update_rate_without_master"))) + " |\n";
+                                  : general(finite_mean(step_values(steps.at(side.name), "lost_update_rate")));
+    md += " | " + general(finite_mean(step_values(steps.at(side.name), "lost_update_rate_without_master"))) + " |\n";
   }
-  write_output(c.report, md, files);
+  return md;
+}
 
-  const fs::path report_dir = c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path();
-  write_output(report_dir / "index.html",
-        html_page("mpverify reports", report_files(report_dir, {c.report.filename().string()})), files);
+std::string study_markdown(const StudyConfig& c, const std::vector<Side>& sides, const StudyResult& result,
+                           const StudyGates& gates, const SeedOneSteps& steps) {
+  std::string md = "# The default study: FP32 against o2 mixed precision on the MNIST CNN\n\n";
+  md += "Written by `mpverify study` (the first command of the README, `./run-main`). Every number and figure "
+        "below comes from the run directories it trained; the same seeds give the same report, byte for byte.\n\n";
+  md += verdict_section(c, gates);
+  md += what_ran_section(c, result.gpu_reason);
+  md += runs_section(c, sides, result);
+  md += loss_and_scale_section(c, sides, steps);
+  md += underflow_section(c, sides, steps);
+  md += lost_updates_section(c, sides, steps);
+  return md;
+}
 
-  // --json
+// --json: the main verdict, every gate, the runs (with wall times) and the files written.
+nlohmann::ordered_json study_json(const StudyResult& result, const StudyGates& gates) {
+  const metrics::GateResult& main_gate = gates.accuracy.front();
   json runs = json::array();
   for (const StudyRun& r : result.runs)
     runs.push_back({{"side", r.side}, {"seed", r.seed}, {"recorders", r.recorders},
@@ -380,16 +450,43 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   j["verdict"] = metrics::to_string(main_gate.verdict);
   j["exit_code"] = metrics::gate_exit_code(main_gate.verdict);
   j["line"] = metrics::gate_verdict_line(main_gate);
-  nlohmann::ordered_json gates = nlohmann::ordered_json::array();
-  for (std::size_t k = 0; k < accuracy_gates.size(); ++k) {
-    gates.push_back(metrics::gate_json(accuracy_gates[k]));
-    gates.push_back(metrics::gate_json(loss_gates[k]));
+  nlohmann::ordered_json gate_list = nlohmann::ordered_json::array();
+  for (std::size_t k = 0; k < gates.accuracy.size(); ++k) {
+    gate_list.push_back(metrics::gate_json(gates.accuracy[k]));
+    gate_list.push_back(metrics::gate_json(gates.loss[k]));
   }
-  j["gates"] = gates;
+  j["gates"] = gate_list;
   j["gpu"] = result.gpu_reason.empty() ? json("ran") : json(result.gpu_reason);
   j["runs"] = runs;
-  j["files"] = files;
-  result.json = j;
+  j["files"] = result.files;
+  return j;
+}
+
+}  // namespace
+
+StudyResult run_study(const StudyConfig& c, const std::function<void(const std::string&)>& progress) {
+  validate_study(c);
+  StudyResult result;
+  result.gpu_reason = gpu::gpu_unavailable_reason();
+  const std::vector<Side> sides = study_sides(c, result.gpu_reason);
+  const Say say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+
+  train_runs(c, sides, study_jobs(c, sides), result, say);
+  write_ensemble_manifests(c, sides);
+  const StudyGates gates = evaluate_study_gates(c, sides, say);
+
+  say("study: figures and report");
+  const SeedOneSteps steps = read_seed_one_steps(c, sides);
+  const fs::path report_dir = c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path();
+  fs::create_directories(report_dir);
+  write_figures(c, sides, steps, result.files);
+  write_output(c.report, study_markdown(c, sides, result, gates, steps), result.files);
+  write_output(report_dir / "index.html",
+               html_page("mpverify reports", report_files(report_dir, {c.report.filename().string()})), result.files);
+
+  result.json = study_json(result, gates);
   return result;
 }
 

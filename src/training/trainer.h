@@ -195,6 +195,30 @@ class Trainer {
  private:
   struct Impl;
   void scale_inputs(std::span<float> images) const;  // config_.input_scale
+  // The pieces of the constructor, in its order.
+  void check_settings() const;
+  void make_scaler_and_backend();
+  void install_operand_scaling();
+  void make_context();
+  void load_data();
+  void make_models();
+  void check_model_options();
+  // The pieces of step(), in its order.
+  struct UpdateResult;
+  void classifier_step(nlohmann::json& log);
+  void cast_and_record_weights();
+  nlohmann::json reference_step(const nn::Tensor& x, const data::Batch& batch,
+                                const emu::SoftmaxCrossEntropyShape& shape, float loss);
+  void compare_with_reference(nlohmann::json& reference);
+  void dcgan_step(nlohmann::json& log);
+  UpdateResult discriminator_step(const nn::Tensor& z, nn::Tensor& both, float& loss_d);
+  UpdateResult generator_step(const nn::Tensor& z, nn::Tensor& both, double scale_g, float& loss_g);
+  UpdateResult update(const std::vector<nn::Parameter*>& params);
+  void inject_fault(const std::vector<nn::Parameter*>& params);
+  void update_parameter(nn::Parameter& p);
+  void record_update(const nn::Parameter& p, const std::vector<float>& before, const std::vector<float>& u,
+                     const formats::Format& written);
+  void log_step_rates(nlohmann::json& log);
   TrainConfig config_;
   Recipe recipe_;
   std::unique_ptr<Impl> impl_;

@@ -47,29 +47,23 @@ std::string number(double x) {
   return buf;
 }
 
-OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
-  const bool adam = args.op == "adam";
-  check_keys(args.shape, {"n", "steps"}, "--shape");
-  const auto n = static_cast<std::size_t>(whole_number(args.shape, "n", "--shape"));
-  const int steps = whole_number(args.shape, "steps", "--shape", 1);
-  if (n == 0 || steps == 0) throw UsageError("--shape: n and steps must be at least 1");
-  if (n * static_cast<std::size_t>(steps) > (std::size_t{1} << 26))
-    throw UsageError("--shape: n * steps must be at most 2^26 (one seeded gradient per step is kept)");
-  if (adam)
-    check_keys(args.policy, {"weights", "state", "grad", "lr", "beta1", "beta2", "eps", "weight_decay", "adamw"},
-               "--policy");
-  else
-    check_keys(args.policy, {"weights", "state", "grad", "lr", "momentum", "dampening", "weight_decay", "nesterov"},
-               "--policy");
+// The run's size, formats and hyperparameters, from --shape and --policy.
+struct OptimizerSetup {
+  bool adam = false;
+  std::size_t n = 0;
+  int steps = 0;
   emu::OptimizerPolicy policy;
-  policy.weights = format_option(args.policy, "weights", "--policy", policy.weights);
-  policy.state = format_option(args.policy, "state", "--policy", policy.state);
-  policy.grad = format_option(args.policy, "grad", "--policy", policy.grad);
   refs::SgdParams sgd;
   refs::AdamParams adm;
-  nlohmann::json params;
+  nlohmann::json params;  // the hyperparameters, for the title and the JSON policy
+};
+
+// --policy's lr, moments, decay and flags into setup (a UsageError names a bad one).
+void read_hyperparameters(const OpArgs& args, OptimizerSetup& o) {
+  refs::SgdParams& sgd = o.sgd;
+  refs::AdamParams& adm = o.adm;
   try {
-    if (adam) {
+    if (o.adam) {
       adm.lr = real_number(args.policy, "lr", "--policy", adm.lr);
       adm.beta1 = real_number(args.policy, "beta1", "--policy", adm.beta1);
       adm.beta2 = real_number(args.policy, "beta2", "--policy", adm.beta2);
@@ -77,8 +71,8 @@ OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
       adm.weight_decay = real_number(args.policy, "weight_decay", "--policy", adm.weight_decay);
       adm.adamw = flag(args.policy, "adamw");
       adm.check();
-      params = {{"lr", adm.lr}, {"beta1", adm.beta1}, {"beta2", adm.beta2}, {"eps", adm.eps},
-                {"weight_decay", adm.weight_decay}, {"adamw", adm.adamw}};
+      o.params = {{"lr", adm.lr}, {"beta1", adm.beta1}, {"beta2", adm.beta2}, {"eps", adm.eps},
+                  {"weight_decay", adm.weight_decay}, {"adamw", adm.adamw}};
     } else {
       sgd.momentum = 0.9;  // so that there is a momentum buffer to compare (torch's default is 0)
       sgd.lr = real_number(args.policy, "lr", "--policy", sgd.lr);
@@ -87,32 +81,45 @@ OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
       sgd.weight_decay = real_number(args.policy, "weight_decay", "--policy", sgd.weight_decay);
       sgd.nesterov = flag(args.policy, "nesterov");
       sgd.check();
-      params = {{"lr", sgd.lr}, {"momentum", sgd.momentum}, {"dampening", sgd.dampening},
-                {"weight_decay", sgd.weight_decay}, {"nesterov", sgd.nesterov}};
+      o.params = {{"lr", sgd.lr}, {"momentum", sgd.momentum}, {"dampening", sgd.dampening},
+                  {"weight_decay", sgd.weight_decay}, {"nesterov", sgd.nesterov}};
     }
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--policy: ") + e.what());
   }
+}
 
-  // Weights ~ N(0, 1), already in the weight format, so that every side starts
-  // from the same model and the comparison measures the updates; gradients
-  // ~ N(0, 1e-3): with lr = 1e-3, SGD's updates are ~1e-6 of weights ~1, far
-  // below fp16's half-spacing 2^-12 |w|: the swamping the counters show.
-  std::mt19937_64 rng(args.seed);
-  std::vector<float> w0 = normal_inputs(n, rng, 1.0);
-  emu::quantize(w0, w0, emu::QuantizeSpec{policy.weights});
-  std::vector<std::vector<float>> grads;
-  for (int t = 0; t < steps; ++t) grads.push_back(normal_inputs(n, rng, 1e-3));
+OptimizerSetup optimizer_setup(const OpArgs& args) {
+  OptimizerSetup o;
+  o.adam = args.op == "adam";
+  check_keys(args.shape, {"n", "steps"}, "--shape");
+  o.n = static_cast<std::size_t>(whole_number(args.shape, "n", "--shape"));
+  o.steps = whole_number(args.shape, "steps", "--shape", 1);
+  if (o.n == 0 || o.steps == 0) throw UsageError("--shape: n and steps must be at least 1");
+  if (o.n * static_cast<std::size_t>(o.steps) > (std::size_t{1} << 26))
+    throw UsageError("--shape: n * steps must be at most 2^26 (one seeded gradient per step is kept)");
+  if (o.adam)
+    check_keys(args.policy, {"weights", "state", "grad", "lr", "beta1", "beta2", "eps", "weight_decay", "adamw"},
+               "--policy");
+  else
+    check_keys(args.policy, {"weights", "state", "grad", "lr", "momentum", "dampening", "weight_decay", "nesterov"},
+               "--policy");
+  o.policy.weights = format_option(args.policy, "weights", "--policy", o.policy.weights);
+  o.policy.state = format_option(args.policy, "state", "--policy", o.policy.state);
+  o.policy.grad = format_option(args.policy, "grad", "--policy", o.policy.grad);
+  read_hyperparameters(args, o);
+  return o;
+}
 
-  OpResult r;
-  r.tensors = {{"w", policy.weights}};
-  const bool has_v = adam || sgd.momentum != 0;
-  if (adam) r.tensors.push_back({"m", policy.state});
-  if (has_v) r.tensors.push_back({"v", policy.state});
-  if (r.tensors.size() == 3) size_outputs(sides, {n, n, n});
-  else if (r.tensors.size() == 2) size_outputs(sides, {n, n});
-  else size_outputs(sides, {n});
-
+// Every side's steps from w0 with the same gradients: its final weights and
+// state into side.out (w, then m for Adam, then the momentum or v).
+void run_optimizer_sides(const OptimizerSetup& o, const std::vector<float>& w0,
+                         const std::vector<std::vector<float>>& grads, bool has_v, std::vector<Side>& sides,
+                         OpResult& r) {
+  const bool adam = o.adam;
+  const refs::SgdParams& sgd = o.sgd;
+  const refs::AdamParams& adm = o.adm;
+  const emu::OptimizerPolicy& policy = o.policy;
   const std::string unsupported = gpu_unsupported(policy);
   for (Side& side : sides) {
     std::vector<float>& w = side.out[0];
@@ -121,7 +128,7 @@ OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
     std::vector<float>& m = adam ? side.out[1] : unused;
     std::vector<float>& v = has_v ? side.out.back() : unused;
     auto run_steps = [&](auto&& step_fn) {
-      for (int t = 0; t < steps; ++t) step_fn(static_cast<std::int64_t>(t + 1), grads[static_cast<std::size_t>(t)]);
+      for (int t = 0; t < o.steps; ++t) step_fn(static_cast<std::int64_t>(t + 1), grads[static_cast<std::size_t>(t)]);
     };
     if (side.name == "ref") {
       if (adam) run_steps([&](std::int64_t s, const std::vector<float>& g) { refs::adam_step_ref(adm, s, w, m, v, g); });
@@ -147,13 +154,19 @@ OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
       });
     }
   }
-  r.sides = std::move(sides);
+}
 
+// Bit-exact where two sides perform the same float operations on the same
+// storage, else the normwise bound from both sides' running error bounds.
+void set_optimizer_tolerance(const OptimizerSetup& o, const std::vector<float>& w0,
+                             const std::vector<std::vector<float>>& grads, bool has_v, OpResult& r) {
+  const bool adam = o.adam;
+  const emu::OptimizerPolicy& policy = o.policy;
   // Each side's running error bound against the exact steps (refs/optimizer_bound.h),
   // per output tensor in the order of r.tensors.
   auto bounds_of = [&](const refs::SideRounding& rounding) {
-    const refs::OptimizerBounds b = adam ? refs::adam_error_bounds(adm, rounding, w0, grads)
-                                         : refs::sgd_error_bounds(sgd, rounding, w0, grads);
+    const refs::OptimizerBounds b = adam ? refs::adam_error_bounds(o.adm, rounding, w0, grads)
+                                         : refs::sgd_error_bounds(o.sgd, rounding, w0, grads);
     std::vector<refs::TensorBound> out{b.w};
     if (adam) out.push_back(b.m);
     if (has_v) out.push_back(b.v);
@@ -185,19 +198,51 @@ OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
                                         "operation and storage rounding; a weight store errs by at most "
                                         "min(u_w |w+u|, |u|)), summed per element, in norm");
   };
+}
 
+std::string optimizer_title(const OpArgs& args, const OptimizerSetup& o) {
   std::string title = "op ";
   title += args.op;
-  title += "  n=" + std::to_string(n) + " steps=" + std::to_string(steps) + "  policy weights=" + policy.weights.name +
-           " state=" + policy.state.name + " grad=" + policy.grad.name;
-  for (const auto& [key, value] : params.items()) {
+  title += "  n=" + std::to_string(o.n) + " steps=" + std::to_string(o.steps) + "  policy weights=" +
+           o.policy.weights.name + " state=" + o.policy.state.name + " grad=" + o.policy.grad.name;
+  for (const auto& [key, value] : o.params.items()) {
     title += " " + key + "=";
     title += value.is_boolean() ? (value.get<bool>() ? "1" : "0") : number(value.get<double>());
   }
-  r.title = title;
-  r.shape = {{"n", n}, {"steps", steps}};
+  return title;
+}
+
+OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
+  const OptimizerSetup o = optimizer_setup(args);
+  const std::size_t n = o.n;
+  const emu::OptimizerPolicy& policy = o.policy;
+
+  // Weights ~ N(0, 1), already in the weight format, so that every side starts
+  // from the same model and the comparison measures the updates; gradients
+  // ~ N(0, 1e-3): with lr = 1e-3, SGD's updates are ~1e-6 of weights ~1, far
+  // below fp16's half-spacing 2^-12 |w|: the swamping the counters show.
+  std::mt19937_64 rng(args.seed);
+  std::vector<float> w0 = normal_inputs(n, rng, 1.0);
+  emu::quantize(w0, w0, emu::QuantizeSpec{policy.weights});
+  std::vector<std::vector<float>> grads;
+  for (int t = 0; t < o.steps; ++t) grads.push_back(normal_inputs(n, rng, 1e-3));
+
+  OpResult r;
+  r.tensors = {{"w", policy.weights}};
+  const bool has_v = o.adam || o.sgd.momentum != 0;
+  if (o.adam) r.tensors.push_back({"m", policy.state});
+  if (has_v) r.tensors.push_back({"v", policy.state});
+  if (r.tensors.size() == 3) size_outputs(sides, {n, n, n});
+  else if (r.tensors.size() == 2) size_outputs(sides, {n, n});
+  else size_outputs(sides, {n});
+
+  run_optimizer_sides(o, w0, grads, has_v, sides, r);
+  r.sides = std::move(sides);
+  set_optimizer_tolerance(o, w0, grads, has_v, r);
+  r.title = optimizer_title(args, o);
+  r.shape = {{"n", n}, {"steps", o.steps}};
   r.policy = {{"weights", policy.weights.name}, {"state", policy.state.name}, {"grad", policy.grad.name}};
-  r.policy.update(params);
+  r.policy.update(o.params);
   return r;
 }
 
