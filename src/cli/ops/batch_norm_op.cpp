@@ -20,7 +20,7 @@ namespace {
 // Activations as a network has them: per channel an offset (N(0, 3)) and a
 // spread (e^N(0, 1/2)) around it, drawn as values of the input format so
 // that the bounds cover what the sides compute, not the drawing.
-std::vector<float> activations(const refs::ChannelShape& s, std::mt19937_64& rng, const formats::Format& f) {
+std::vector<float> activations(const mpverify::ops::ChannelShape& s, std::mt19937_64& rng, const formats::Format& f) {
   const std::vector<float> offset = normal_inputs(static_cast<std::size_t>(s.c), rng, 3.0);
   const std::vector<float> spread = normal_inputs(static_cast<std::size_t>(s.c), rng, 0.5);
   std::vector<float> x = normal_inputs(s.size(), rng, 1.0);
@@ -36,7 +36,7 @@ double via_emulator(double b_ref, double b_gpu) { return b_ref + b_gpu * (1 + b_
 OpResult run_batch_norm(const OpArgs& args, std::vector<Side> sides) {
   const bool backward = args.op == "batch-norm-backward";
   check_keys(args.shape, {"n", "c", "h", "w"}, "--shape");
-  const refs::ChannelShape s{whole_number(args.shape, "n", "--shape"), whole_number(args.shape, "c", "--shape"),
+  const mpverify::ops::ChannelShape s{whole_number(args.shape, "n", "--shape"), whole_number(args.shape, "c", "--shape"),
                              whole_number(args.shape, "h", "--shape", 1), whole_number(args.shape, "w", "--shape", 1)};
   check_keys(args.policy, {"input", "output", "statistics", "parameters", "lanes", "eps", "momentum"}, "--policy");
   emu::BatchNormPolicy policy;
@@ -45,11 +45,11 @@ OpResult run_batch_norm(const OpArgs& args, std::vector<Side> sides) {
   policy.statistics = format_option(args.policy, "statistics", "--policy", policy.statistics);
   policy.parameters = format_option(args.policy, "parameters", "--policy", policy.parameters);
   policy.lanes = whole_number(args.policy, "lanes", "--policy", policy.lanes);
-  refs::BatchNormParams params;
+  mpverify::ops::BatchNormParams params;
   params.eps = real_number(args.policy, "eps", "--policy", params.eps);
   params.momentum = real_number(args.policy, "momentum", "--policy", params.momentum);
   try {
-    refs::check_batch_norm_shape(s, "--shape");
+    mpverify::ops::check_batch_norm_shape(s, "--shape");
     emu::check_lanes(policy.lanes);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());

@@ -65,8 +65,8 @@ OpResult run_optimizer(const OpArgs& args, std::vector<Side> sides) {
   policy.weights = format_option(args.policy, "weights", "--policy", policy.weights);
   policy.state = format_option(args.policy, "state", "--policy", policy.state);
   policy.grad = format_option(args.policy, "grad", "--policy", policy.grad);
-  refs::SgdParams sgd;
-  refs::AdamParams adm;
+  mpverify::ops::SgdParams sgd;
+  mpverify::ops::AdamParams adm;
   nlohmann::json params;
   try {
     if (adam) {
