@@ -13,7 +13,8 @@ namespace mpverify::refs {
 
 void gemm_ref(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c);
 // FP64 accumulation of the same FP32 inputs: the tighter oracle.
-void gemm_ref_fp64(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<double> c);
+void gemm_ref_fp64(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+                   std::span<double> c);
 
 // || |op(A)| |op(B)| ||_F / || op(A) op(B) ||_F in FP64: the factor that turns
 // the componentwise dot-product bound |C - C_hat| <= gamma_k |A||B| (Higham,

@@ -14,7 +14,8 @@ namespace mpverify::refs {
 
 // The oracle in double (finite-difference checks perturb its inputs).
 std::vector<double> max_pool_fp64(const ops::PoolShape& p, std::span<const double> x);
-std::vector<double> max_pool_backward_fp64(const ops::PoolShape& p, std::span<const double> x, std::span<const double> dy);
+std::vector<double> max_pool_backward_fp64(const ops::PoolShape& p, std::span<const double> x,
+                                           std::span<const double> dy);
 
 // Sizes: x, dx: x_size(); y, dy: y_size(). Throws std::invalid_argument naming a wrong one.
 void max_pool_ref(const ops::PoolShape& p, std::span<const float> x, std::span<float> y);
