@@ -22,7 +22,7 @@ namespace {
 using namespace mpverify;
 using emu::Accumulation;
 using mpverify::properties::expect_checks;
-using refs::GemmShape;
+using ops::GemmShape;
 
 rc::Gen<GemmShape> small_shape(int max_k) {
   return rc::gen::apply([](int m, int n, int k, bool ta, bool tb) { return GemmShape{m, n, k, ta, tb}; },

@@ -6,24 +6,14 @@
 #include <string>
 #include <utility>
 
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::refs {
 
-void check_batch_norm_shape(const ChannelShape& s, const char* op) {
-  s.check_dims(op);
-  const std::size_t m = s.channel_elements();
-  if (m >= 2 && m <= (std::size_t{1} << 24)) return;
-  std::string message(op);
-  message += ": n*h*w must be in 2..2^24, got ";
-  message += std::to_string(m);
-  throw std::invalid_argument(message);
-}
-
 namespace {
 
-void check_per_channel(const ChannelShape& s, const char* op, std::initializer_list<std::pair<const char*, std::size_t>> spans) {
-  for (const auto& [name, size] : spans) check_size(op, name, size, static_cast<std::size_t>(s.c));
+void check_per_channel(const ops::ChannelShape& s, const char* op, std::initializer_list<std::pair<const char*, std::size_t>> spans) {
+  for (const auto& [name, size] : spans) ops::check_size(op, name, size, static_cast<std::size_t>(s.c));
 }
 
 std::vector<double> widen(std::span<const float> v) { return {v.begin(), v.end()}; }
@@ -34,11 +24,11 @@ void narrow(const std::vector<double>& from, std::span<float> to) {
 
 }  // namespace
 
-BatchNormForward64 batch_norm_fp64(const ChannelShape& s, const BatchNormParams& p, std::span<const double> x,
+BatchNormForward64 batch_norm_fp64(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const double> x,
                                    std::span<const double> gamma, std::span<const double> beta,
                                    std::span<const double> running_mean, std::span<const double> running_var) {
-  check_batch_norm_shape(s, "batch_norm");
-  check_size("batch_norm", "x", x.size(), s.size());
+  ops::check_batch_norm_shape(s, "batch_norm");
+  ops::check_size("batch_norm", "x", x.size(), s.size());
   check_per_channel(s, "batch_norm",
                     {{"gamma", gamma.size()}, {"beta", beta.size()}, {"running_mean", running_mean.size()},
                      {"running_var", running_var.size()}});
@@ -65,12 +55,12 @@ BatchNormForward64 batch_norm_fp64(const ChannelShape& s, const BatchNormParams&
   return out;
 }
 
-BatchNormBackward64 batch_norm_backward_fp64(const ChannelShape& s, std::span<const double> x,
+BatchNormBackward64 batch_norm_backward_fp64(const ops::ChannelShape& s, std::span<const double> x,
                                              std::span<const double> dy, std::span<const double> gamma,
                                              std::span<const double> mean, std::span<const double> invstd) {
-  check_batch_norm_shape(s, "batch_norm_backward");
-  check_size("batch_norm_backward", "x", x.size(), s.size());
-  check_size("batch_norm_backward", "dy", dy.size(), s.size());
+  ops::check_batch_norm_shape(s, "batch_norm_backward");
+  ops::check_size("batch_norm_backward", "x", x.size(), s.size());
+  ops::check_size("batch_norm_backward", "dy", dy.size(), s.size());
   check_per_channel(s, "batch_norm_backward",
                     {{"gamma", gamma.size()}, {"mean", mean.size()}, {"invstd", invstd.size()}});
   const std::size_t m = s.channel_elements();
@@ -95,12 +85,12 @@ BatchNormBackward64 batch_norm_backward_fp64(const ChannelShape& s, std::span<co
   return out;
 }
 
-void batch_norm_ref(const ChannelShape& s, const BatchNormParams& p, std::span<const float> x,
+void batch_norm_ref(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                     std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var) {
-  check_batch_norm_shape(s, "batch_norm");
-  check_size("batch_norm", "y", y.size(), s.size());
+  ops::check_batch_norm_shape(s, "batch_norm");
+  ops::check_size("batch_norm", "y", y.size(), s.size());
   check_per_channel(s, "batch_norm", {{"mean", mean.size()}, {"invstd", invstd.size()}});
   const BatchNormForward64 r = batch_norm_fp64(s, p, widen(x), widen(gamma), widen(beta), widen(running_mean),
                                                widen(running_var));
@@ -111,12 +101,12 @@ void batch_norm_ref(const ChannelShape& s, const BatchNormParams& p, std::span<c
   narrow(r.running_var, running_var);
 }
 
-void batch_norm_backward_ref(const ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void batch_norm_backward_ref(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                              std::span<const float> gamma, std::span<const float> mean,
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta) {
-  check_batch_norm_shape(s, "batch_norm_backward");
-  check_size("batch_norm_backward", "dx", dx.size(), s.size());
+  ops::check_batch_norm_shape(s, "batch_norm_backward");
+  ops::check_size("batch_norm_backward", "dx", dx.size(), s.size());
   check_per_channel(s, "batch_norm_backward", {{"dgamma", dgamma.size()}, {"dbeta", dbeta.size()}});
   const BatchNormBackward64 r =
       batch_norm_backward_fp64(s, widen(x), widen(dy), widen(gamma), widen(mean), widen(invstd));

@@ -16,19 +16,10 @@
 #include <span>
 #include <vector>
 
-#include "refs/channel_shape.h"
+#include "ops/batch_norm_params.h"
+#include "ops/channel_shape.h"
 
 namespace mpverify::refs {
-
-struct BatchNormParams {
-  double eps = 1e-5;
-  double momentum = 0.1;
-};
-
-// Throws std::invalid_argument unless the dimensions are >= 1, M >= 2 (the
-// unbiased variance divides by M - 1) and M <= 2^24 (M and M - 1 are exact
-// in fp32, as the GPU kernels need).
-void check_batch_norm_shape(const ChannelShape& s, const char* op);
 
 struct BatchNormForward64 {
   std::vector<double> y, mean, invstd, running_mean, running_var;
@@ -38,21 +29,21 @@ struct BatchNormBackward64 {
 };
 
 // The oracle in double (finite-difference checks perturb its inputs).
-BatchNormForward64 batch_norm_fp64(const ChannelShape& s, const BatchNormParams& p, std::span<const double> x,
+BatchNormForward64 batch_norm_fp64(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const double> x,
                                    std::span<const double> gamma, std::span<const double> beta,
                                    std::span<const double> running_mean, std::span<const double> running_var);
-BatchNormBackward64 batch_norm_backward_fp64(const ChannelShape& s, std::span<const double> x,
+BatchNormBackward64 batch_norm_backward_fp64(const ops::ChannelShape& s, std::span<const double> x,
                                              std::span<const double> dy, std::span<const double> gamma,
                                              std::span<const double> mean, std::span<const double> invstd);
 
 // Sizes: x, y, dy, dx: s.size(); gamma, beta, mean, invstd, running_*,
 // dgamma, dbeta: s.c. running_mean and running_var are updated in place.
 // Throws std::invalid_argument naming a wrong size.
-void batch_norm_ref(const ChannelShape& s, const BatchNormParams& p, std::span<const float> x,
+void batch_norm_ref(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                     std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var);
-void batch_norm_backward_ref(const ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void batch_norm_backward_ref(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                              std::span<const float> gamma, std::span<const float> mean,
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta);

@@ -2,28 +2,28 @@
 
 #include <cstddef>
 
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::refs {
 
 namespace {
 
-void check_forward(const ChannelShape& s, std::size_t x, std::size_t b, std::size_t y) {
+void check_forward(const ops::ChannelShape& s, std::size_t x, std::size_t b, std::size_t y) {
   s.check_dims("bias_add");
-  check_size("bias_add", "x", x, s.size());
-  check_size("bias_add", "b", b, static_cast<std::size_t>(s.c));
-  check_size("bias_add", "y", y, s.size());
+  ops::check_size("bias_add", "x", x, s.size());
+  ops::check_size("bias_add", "b", b, static_cast<std::size_t>(s.c));
+  ops::check_size("bias_add", "y", y, s.size());
 }
 
-void check_backward(const ChannelShape& s, std::size_t dy, std::size_t db) {
+void check_backward(const ops::ChannelShape& s, std::size_t dy, std::size_t db) {
   s.check_dims("bias_add_backward");
-  check_size("bias_add_backward", "dy", dy, s.size());
-  check_size("bias_add_backward", "db", db, static_cast<std::size_t>(s.c));
+  ops::check_size("bias_add_backward", "dy", dy, s.size());
+  ops::check_size("bias_add_backward", "db", db, static_cast<std::size_t>(s.c));
 }
 
 }  // namespace
 
-std::vector<double> bias_add_fp64(const ChannelShape& s, std::span<const double> x, std::span<const double> b) {
+std::vector<double> bias_add_fp64(const ops::ChannelShape& s, std::span<const double> x, std::span<const double> b) {
   check_forward(s, x.size(), b.size(), x.size());
   std::vector<double> y(x.size());
   for (int c = 0; c < s.c; ++c)
@@ -31,7 +31,7 @@ std::vector<double> bias_add_fp64(const ChannelShape& s, std::span<const double>
   return y;
 }
 
-std::vector<double> bias_add_backward_fp64(const ChannelShape& s, std::span<const double> dy) {
+std::vector<double> bias_add_backward_fp64(const ops::ChannelShape& s, std::span<const double> dy) {
   check_backward(s, dy.size(), static_cast<std::size_t>(s.c));
   std::vector<double> db(static_cast<std::size_t>(s.c), 0.0);
   for (int c = 0; c < s.c; ++c)
@@ -39,14 +39,14 @@ std::vector<double> bias_add_backward_fp64(const ChannelShape& s, std::span<cons
   return db;
 }
 
-void bias_add_ref(const ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y) {
+void bias_add_ref(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y) {
   check_forward(s, x.size(), b.size(), y.size());
   const std::vector<double> y64 =
       bias_add_fp64(s, std::vector<double>(x.begin(), x.end()), std::vector<double>(b.begin(), b.end()));
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(y64[i]);
 }
 
-void bias_add_backward_ref(const ChannelShape& s, std::span<const float> dy, std::span<float> db) {
+void bias_add_backward_ref(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db) {
   check_backward(s, dy.size(), db.size());
   const std::vector<double> db64 = bias_add_backward_fp64(s, std::vector<double>(dy.begin(), dy.end()));
   for (std::size_t c = 0; c < db.size(); ++c) db[c] = static_cast<float>(db64[c]);

@@ -8,16 +8,16 @@
 #include <span>
 #include <vector>
 
-#include "refs/channel_shape.h"
+#include "ops/channel_shape.h"
 
 namespace mpverify::refs {
 
 // The oracle in double (finite-difference checks perturb its inputs).
-std::vector<double> bias_add_fp64(const ChannelShape& s, std::span<const double> x, std::span<const double> b);
-std::vector<double> bias_add_backward_fp64(const ChannelShape& s, std::span<const double> dy);
+std::vector<double> bias_add_fp64(const ops::ChannelShape& s, std::span<const double> x, std::span<const double> b);
+std::vector<double> bias_add_backward_fp64(const ops::ChannelShape& s, std::span<const double> dy);
 
 // Sizes: x, y, dy: s.size(); b, db: s.c. Throws std::invalid_argument naming a wrong one.
-void bias_add_ref(const ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y);
-void bias_add_backward_ref(const ChannelShape& s, std::span<const float> dy, std::span<float> db);
+void bias_add_ref(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y);
+void bias_add_backward_ref(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db);
 
 }  // namespace mpverify::refs

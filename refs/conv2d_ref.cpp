@@ -1,4 +1,4 @@
-#include "conv2d_ref.h"
+#include "refs/conv2d_ref.h"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -9,49 +9,6 @@
 
 namespace mpverify::refs {
 
-int Conv2dShape::p() const { return (h + 2 * pad - r) / stride + 1; }
-int Conv2dShape::q() const { return (w + 2 * pad - s) / stride + 1; }
-
-namespace {
-std::size_t product(std::initializer_list<int> dims) {
-  std::size_t out = 1;
-  for (int d : dims) out *= static_cast<std::size_t>(d);
-  return out;
-}
-std::int64_t ceil_div(int a, int b) { return (a + b - 1) / b; }
-}  // namespace
-
-std::size_t Conv2dShape::x_size() const { return product({n, c, h, w}); }
-std::size_t Conv2dShape::weight_size() const { return product({k, c, r, s}); }
-std::size_t Conv2dShape::y_size() const { return product({n, k, p(), q()}); }
-
-std::int64_t Conv2dShape::forward_terms() const { return std::int64_t{c} * r * s; }
-std::int64_t Conv2dShape::backward_data_terms() const { return k * ceil_div(r, stride) * ceil_div(s, stride); }
-std::int64_t Conv2dShape::backward_filter_terms() const { return std::int64_t{n} * p() * q(); }
-
-void Conv2dShape::check(std::size_t x, std::size_t weight, std::size_t y, const char* x_name,
-                        const char* weight_name, const char* y_name) const {
-  auto dims = [&] {
-    return "n=" + std::to_string(n) + " c=" + std::to_string(c) + " h=" + std::to_string(h) + " w=" +
-           std::to_string(w) + " k=" + std::to_string(k) + " r=" + std::to_string(r) + " s=" + std::to_string(s) +
-           " stride=" + std::to_string(stride) + " pad=" + std::to_string(pad);
-  };
-  if (n <= 0 || c <= 0 || h <= 0 || w <= 0 || k <= 0 || r <= 0 || s <= 0)
-    throw std::invalid_argument("conv2d: n, c, h, w, k, r, s must be positive, got " + dims());
-  if (stride <= 0 || pad < 0)
-    throw std::invalid_argument("conv2d: need stride >= 1 and pad >= 0, got " + dims());
-  if (h + 2 * pad < r || w + 2 * pad < s)
-    throw std::invalid_argument("conv2d: the filter is larger than the padded input, got " + dims());
-  auto expect = [](std::size_t got, std::size_t want, const char* name, const char* formula) {
-    if (got != want)
-      throw std::invalid_argument(std::string("conv2d: ") + name + " has " + std::to_string(got) + " elements, " +
-                                  formula + " = " + std::to_string(want));
-  };
-  expect(x, x_size(), x_name, "n*c*h*w");
-  expect(weight, weight_size(), weight_name, "k*c*r*s");
-  expect(y, y_size(), y_name, "n*k*p*q");
-}
-
 namespace {
 
 template <typename T>
@@ -60,7 +17,7 @@ using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 // col (c r s x p q) of one image: row (ci, ri, si), column (oh, ow) holds the
 // input element under tap (ri, si) of window (oh, ow), 0 in the padding.
 template <typename T>
-void im2col(const Conv2dShape& sh, const float* image, T* col) {
+void im2col(const ops::Conv2dShape& sh, const float* image, T* col) {
   const int P = sh.p(), Q = sh.q();
   for (int ci = 0; ci < sh.c; ++ci)
     for (int ri = 0; ri < sh.r; ++ri)
@@ -77,7 +34,7 @@ void im2col(const Conv2dShape& sh, const float* image, T* col) {
 
 // The adjoint of im2col: adds each column entry back onto its input element.
 template <typename T>
-void col2im_add(const Conv2dShape& sh, const T* col, T* image) {
+void col2im_add(const ops::Conv2dShape& sh, const T* col, T* image) {
   const int P = sh.p(), Q = sh.q();
   for (int ci = 0; ci < sh.c; ++ci)
     for (int ri = 0; ri < sh.r; ++ri)
@@ -94,7 +51,7 @@ void col2im_add(const Conv2dShape& sh, const T* col, T* image) {
 
 struct Dims {
   Eigen::Index crs, pq, chw, kpq;
-  explicit Dims(const Conv2dShape& s)
+  explicit Dims(const ops::Conv2dShape& s)
       : crs(static_cast<Eigen::Index>(s.forward_terms())),
         pq(static_cast<Eigen::Index>(s.p()) * s.q()),
         chw(static_cast<Eigen::Index>(s.c) * s.h * s.w),
@@ -102,7 +59,7 @@ struct Dims {
 };
 
 template <typename T>
-void forward(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt, std::span<T> y) {
+void forward(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt, std::span<T> y) {
   s.check(x.size(), wgt.size(), y.size());
   const Dims d(s);
   const RowMajor<T> W = Eigen::Map<const RowMajor<float>>(wgt.data(), s.k, d.crs).template cast<T>();
@@ -115,7 +72,7 @@ void forward(const Conv2dShape& s, std::span<const float> x, std::span<const flo
 
 // dx = col2im(W^T dy) per image: a GEMM, then the overlapping windows summed.
 template <typename T>
-void backward_data(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt, std::span<T> dx) {
+void backward_data(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt, std::span<T> dx) {
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   const Dims d(s);
   const RowMajor<T> Wt = Eigen::Map<const RowMajor<float>>(wgt.data(), s.k, d.crs).transpose().template cast<T>();
@@ -129,7 +86,7 @@ void backward_data(const Conv2dShape& s, std::span<const float> dy, std::span<co
 
 // dw = sum over images of dy_n col_n^T.
 template <typename T>
-void backward_filter(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy, std::span<T> dw) {
+void backward_filter(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy, std::span<T> dw) {
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
   const Dims d(s);
   RowMajor<T> col(d.crs, d.pq);
@@ -164,42 +121,42 @@ double condition(std::size_t out_size, std::span<const float> a, std::span<const
 
 }  // namespace
 
-void conv2d_forward_ref(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
+void conv2d_forward_ref(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y) {
   forward<float>(s, x, wgt, y);
 }
-void conv2d_backward_data_ref(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
+void conv2d_backward_data_ref(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx) {
   backward_data<float>(s, dy, wgt, dx);
 }
-void conv2d_backward_filter_ref(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
+void conv2d_backward_filter_ref(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw) {
   backward_filter<float>(s, x, dy, dw);
 }
 
-void conv2d_forward_ref_fp64(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
+void conv2d_forward_ref_fp64(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
                              std::span<double> y) {
   forward<double>(s, x, wgt, y);
 }
-void conv2d_backward_data_ref_fp64(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
+void conv2d_backward_data_ref_fp64(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
                                    std::span<double> dx) {
   backward_data<double>(s, dy, wgt, dx);
 }
-void conv2d_backward_filter_ref_fp64(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
+void conv2d_backward_filter_ref_fp64(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
                                      std::span<double> dw) {
   backward_filter<double>(s, x, dy, dw);
 }
 
-double conv2d_condition(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt) {
+double conv2d_condition(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt) {
   s.check(x.size(), wgt.size(), s.y_size());
   return condition(s.y_size(), x, wgt, [&](auto a, auto b, auto out) { conv2d_forward_ref_fp64(s, a, b, out); });
 }
-double conv2d_backward_data_condition(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt) {
+double conv2d_backward_data_condition(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt) {
   s.check(s.x_size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   return condition(s.x_size(), dy, wgt,
                    [&](auto a, auto b, auto out) { conv2d_backward_data_ref_fp64(s, a, b, out); });
 }
-double conv2d_backward_filter_condition(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy) {
+double conv2d_backward_filter_condition(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy) {
   s.check(x.size(), s.weight_size(), dy.size(), "x", "dw", "dy");
   return condition(s.weight_size(), x, dy,
                    [&](auto a, auto b, auto out) { conv2d_backward_filter_ref_fp64(s, a, b, out); });

@@ -1,4 +1,4 @@
-#include "gemm_ref.h"
+#include "refs/gemm_ref.h"
 
 #include <Eigen/Core>
 #include <cmath>
@@ -8,22 +8,13 @@
 
 namespace mpverify::refs {
 
-void GemmShape::check(std::size_t a, std::size_t b, std::size_t c) const {
-  if (m <= 0 || n <= 0 || k <= 0)
-    throw std::invalid_argument("gemm: m, n, k must be positive, got m=" + std::to_string(m) + " n=" +
-                                std::to_string(n) + " k=" + std::to_string(k));
-  if (a != a_size()) throw std::invalid_argument("gemm: A has " + std::to_string(a) + " elements, m*k = " + std::to_string(a_size()));
-  if (b != b_size()) throw std::invalid_argument("gemm: B has " + std::to_string(b) + " elements, k*n = " + std::to_string(b_size()));
-  if (c != c_size()) throw std::invalid_argument("gemm: C has " + std::to_string(c) + " elements, m*n = " + std::to_string(c_size()));
-}
-
 namespace {
 
 template <typename T>
 using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 template <typename T>
-void gemm(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<T> c) {
+void gemm(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<T> c) {
   s.check(a.size(), b.size(), c.size());
   const Eigen::Map<const RowMajor<float>> A(a.data(), s.transpose_a ? s.k : s.m, s.transpose_a ? s.m : s.k);
   const Eigen::Map<const RowMajor<float>> B(b.data(), s.transpose_b ? s.n : s.k, s.transpose_b ? s.k : s.n);
@@ -35,15 +26,15 @@ void gemm(const GemmShape& s, std::span<const float> a, std::span<const float> b
 
 }  // namespace
 
-void gemm_ref(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c) {
+void gemm_ref(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c) {
   gemm<float>(s, a, b, c);
 }
 
-void gemm_ref_fp64(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<double> c) {
+void gemm_ref_fp64(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<double> c) {
   gemm<double>(s, a, b, c);
 }
 
-double gemm_condition(const GemmShape& s, std::span<const float> a, std::span<const float> b) {
+double gemm_condition(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b) {
   std::vector<double> c(s.c_size()), abs_c(s.c_size());
   gemm_ref_fp64(s, a, b, c);
   std::vector<float> abs_a(a.begin(), a.end()), abs_b(b.begin(), b.end());

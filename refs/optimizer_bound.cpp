@@ -144,7 +144,7 @@ SideRounding SideRounding::stored(const formats::Format& weights, const formats:
   return r;
 }
 
-OptimizerBounds sgd_error_bounds(const SgdParams& p, const SideRounding& rounding, std::span<const float> w0,
+OptimizerBounds sgd_error_bounds(const ops::SgdParams& p, const SideRounding& rounding, std::span<const float> w0,
                                  const std::vector<std::vector<float>>& grads) {
   p.check();
   check_inputs(w0, grads);
@@ -169,19 +169,19 @@ OptimizerBounds sgd_error_bounds(const SgdParams& p, const SideRounding& roundin
   return out;
 }
 
-OptimizerBounds adam_error_bounds(const AdamParams& p, const SideRounding& rounding, std::span<const float> w0,
+OptimizerBounds adam_error_bounds(const ops::AdamParams& p, const SideRounding& rounding, std::span<const float> w0,
                                   const std::vector<std::vector<float>>& grads) {
   p.check();
   check_inputs(w0, grads);
   const Side side(rounding);
   const std::size_t n = w0.size();
-  std::vector<AdamScalars> scalars;
-  for (std::size_t t = 0; t < grads.size(); ++t) scalars.push_back(adam_scalars(p, static_cast<std::int64_t>(t + 1)));
+  std::vector<ops::AdamScalars> scalars;
+  for (std::size_t t = 0; t < grads.size(); ++t) scalars.push_back(ops::adam_scalars(p, static_cast<std::int64_t>(t + 1)));
   OptimizerBounds out{sized(n), sized(n), sized(n)};
   for (std::size_t i = 0; i < n; ++i) {
     Tracked w{w0[i], 0}, m, v;
     for (std::size_t t = 0; t < grads.size(); ++t) {
-      const AdamScalars& s = scalars[t];
+      const ops::AdamScalars& s = scalars[t];
       if (p.adamw && p.weight_decay != 0) w = side.decay(w, s.decay_factor);
       Tracked g = side.take_gradient(grads[t][i]);
       if (!p.adamw && p.weight_decay != 0) g = side.add(g, side.scale(p.weight_decay, w));

@@ -56,9 +56,9 @@ struct OptimizerBounds {
 };
 
 // T = grads.size() steps from weights w0 and zero state.
-OptimizerBounds sgd_error_bounds(const SgdParams& p, const SideRounding& side, std::span<const float> w0,
+OptimizerBounds sgd_error_bounds(const ops::SgdParams& p, const SideRounding& side, std::span<const float> w0,
                                  const std::vector<std::vector<float>>& grads);
-OptimizerBounds adam_error_bounds(const AdamParams& p, const SideRounding& side, std::span<const float> w0,
+OptimizerBounds adam_error_bounds(const ops::AdamParams& p, const SideRounding& side, std::span<const float> w0,
                                   const std::vector<std::vector<float>>& grads);
 
 // A bound on ||b - a||_2 / ||a||_2 for sides a and b of the same tensor:

@@ -1,7 +1,8 @@
 // Reference optimizer updates: torch.optim.SGD and torch.optim.Adam as
 // PyTorch's single-tensor (foreach=False, fused=False) code writes them, one
 // step at a time, updating w and the state in place. Same signature shape as
-// emu::sgd_step_emu / gpu::sgd_step_gpu.
+// emu::sgd_step_emu / gpu::sgd_step_gpu; the hyperparameters, their checks
+// and Adam's scalars are in ops/optimizer_params.h, ATen's lerp in ops/lerp.h.
 //
 // The FP32 version performs PyTorch's tensor operations in PyTorch's order,
 // each rounded to float, with the hyperparameters computed in double (as
@@ -42,65 +43,25 @@
 // PyTorch, whose GradScaler skips such steps before they reach the optimizer.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "ops/optimizer_params.h"
+
 namespace mpverify::refs {
-
-struct SgdParams {
-  double lr = 1e-3;
-  double momentum = 0;  // 0: no momentum buffer (v is neither read nor written)
-  double dampening = 0;
-  double weight_decay = 0;
-  bool nesterov = false;  // needs momentum > 0 and dampening == 0, as PyTorch
-  // Throws std::invalid_argument for what torch.optim.SGD rejects.
-  void check() const;
-};
-
-struct AdamParams {
-  double lr = 1e-3;
-  double beta1 = 0.9, beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0;
-  bool adamw = false;  // decoupled weight decay (torch.optim.AdamW): w *= 1 - lr*wd
-  void check() const;
-};
-
-// The scalars of an Adam step at step t (1 for the first), computed in double
-// as Python computes them. The float sides use them rounded to float; having
-// one definition keeps the emulator and the GPU on the same constants.
-struct AdamScalars {
-  double lerp_weight;            // 1 - beta1
-  double one_minus_beta2;        // 1 - beta2
-  double bias_correction2_sqrt;  // sqrt(1 - beta2^t)
-  double neg_step_size;          // -(lr / (1 - beta1^t))
-  double decay_factor;           // 1 - lr * weight_decay (adamw)
-};
-AdamScalars adam_scalars(const AdamParams& p, std::int64_t t);
-
-// ATen's lerp(self, end, weight) (aten/src/ATen/native/Lerp.h), both
-// branches, in float and in double.
-float lerp_fp32(float self, float end, float weight);
-double lerp_fp64(double self, double end, double weight);
 
 // `step` is 1 for the first step (PyTorch's state['step'] after its
 // increment): SGD's momentum buffer starts as the first g', Adam's bias
 // corrections use it. w, v (and m) are updated in place; g is this step's
 // gradient. Sizes must match (v may be empty when momentum == 0); otherwise
 // std::invalid_argument names the span.
-void sgd_step_ref(const SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void sgd_step_ref(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g);
-void sgd_step_fp64(const SgdParams& p, std::int64_t step, std::span<double> w, std::span<double> v,
+void sgd_step_fp64(const ops::SgdParams& p, std::int64_t step, std::span<double> w, std::span<double> v,
                    std::span<const double> g);
-void adam_step_ref(const AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void adam_step_ref(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                    std::span<float> v, std::span<const float> g);
-void adam_step_fp64(const AdamParams& p, std::int64_t step, std::span<double> w, std::span<double> m,
+void adam_step_fp64(const ops::AdamParams& p, std::int64_t step, std::span<double> w, std::span<double> m,
                     std::span<double> v, std::span<const double> g);
-
-// The checks shared by the three sides: hyperparameters (check()), step >= 1
-// and sizes; std::invalid_argument names the span.
-void check_sgd_sizes(const SgdParams& p, std::int64_t step, std::size_t w, std::size_t v, std::size_t g);
-void check_adam_sizes(const AdamParams& p, std::int64_t step, std::size_t w, std::size_t m, std::size_t v, std::size_t g);
 
 }  // namespace mpverify::refs

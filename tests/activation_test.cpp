@@ -11,13 +11,14 @@
 #include "emu/quantize.h"
 #include "gpu/activation_gpu.h"
 #include "gpu/device.h"
+#include "ops/fp64_math.h"
 #include "refs/activation_ref.h"
 
 namespace {
 
 using namespace mpverify;
-using refs::Activation;
-using refs::ActivationParams;
+using ops::Activation;
+using ops::ActivationParams;
 
 constexpr Activation kAll[] = {Activation::relu, Activation::leaky_relu, Activation::tanh, Activation::sigmoid};
 
@@ -51,11 +52,11 @@ TEST(ActivationEmu, ForwardWithinHalfAnUlpOfFp64) {
   for (Activation a : kAll) {
     const ActivationParams p{a};
     std::vector<double> exact(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) exact[i] = refs::activation_fp64(p, xr[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) exact[i] = ops::activation_fp64(p, xr[i]);
     std::vector<float> y(x.size());
     emu::activation_emu(p, x, y, {}, nullptr);
     const auto cmp = compare::compare(std::span<const double>(exact), y, fp16, kHalfUlp);
-    EXPECT_TRUE(cmp.passed) << refs::to_string(a) << ": " << cmp.failure;
+    EXPECT_TRUE(cmp.passed) << ops::to_string(a) << ": " << cmp.failure;
     ++checked;
   }
   EXPECT_EQ(checked, 4);
@@ -70,11 +71,11 @@ TEST(ActivationEmu, BackwardWithinHalfAnUlpOfFp64) {
   for (Activation a : kAll) {
     const ActivationParams p{a};
     std::vector<double> exact(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) exact[i] = refs::activation_derivative_fp64(p, xr[i]) * dyr[i];
+    for (std::size_t i = 0; i < x.size(); ++i) exact[i] = ops::activation_derivative_fp64(p, xr[i]) * dyr[i];
     std::vector<float> dx(x.size());
     emu::activation_backward_emu(p, x, dy, dx, {}, nullptr);
     const auto cmp = compare::compare(std::span<const double>(exact), dx, fp16, kHalfUlp);
-    EXPECT_TRUE(cmp.passed) << refs::to_string(a) << ": " << cmp.failure;
+    EXPECT_TRUE(cmp.passed) << ops::to_string(a) << ": " << cmp.failure;
   }
 }
 
@@ -89,8 +90,8 @@ TEST(ActivationRef, DerivativeMatchesFiniteDifferences) {
     const ActivationParams p{a};
     for (int i = -2000; i <= 2000; ++i) {
       const double x = i * 0.01 + 0.003;  // never within 2h of the kink at 0
-      const double fd = (refs::activation_fp64(p, x + h) - refs::activation_fp64(p, x - h)) / (2 * h);
-      EXPECT_NEAR(fd, refs::activation_derivative_fp64(p, x), 1e-8) << refs::to_string(a) << " x=" << x;
+      const double fd = (ops::activation_fp64(p, x + h) - ops::activation_fp64(p, x - h)) / (2 * h);
+      EXPECT_NEAR(fd, ops::activation_derivative_fp64(p, x), 1e-8) << ops::to_string(a) << " x=" << x;
       ++checked;
     }
   }
@@ -107,12 +108,12 @@ TEST(ActivationRef, DerivativeKeepsItsRelativeAccuracyForLargeInputs) {
   for (const double x : {5.0, 8.0, 10.0, 12.0, 14.0, -14.0}) {
     const long double t = tanhl(static_cast<long double>(x));
     const double truth = static_cast<double>(1.0L - t * t);
-    EXPECT_NEAR(refs::activation_derivative_fp64({Activation::tanh}, x) / truth, 1.0, 1e-6) << "tanh x=" << x;
+    EXPECT_NEAR(ops::activation_derivative_fp64({Activation::tanh}, x) / truth, 1.0, 1e-6) << "tanh x=" << x;
   }
   for (const double x : {10.0, 18.0, 22.0, 26.0, -26.0}) {
     const long double s = 1.0L / (1.0L + expl(-static_cast<long double>(x)));
     const double truth = static_cast<double>(s * (1.0L - s));
-    EXPECT_NEAR(refs::activation_derivative_fp64({Activation::sigmoid}, x) / truth, 1.0, 1e-6) << "sigmoid x=" << x;
+    EXPECT_NEAR(ops::activation_derivative_fp64({Activation::sigmoid}, x) / truth, 1.0, 1e-6) << "sigmoid x=" << x;
   }
 }
 
@@ -147,8 +148,8 @@ TEST(ActivationRef, ReluAndLeakyReluKeepNaN) {
   for (const ActivationParams p : {ActivationParams{Activation::relu}, ActivationParams{Activation::leaky_relu, 0.2}}) {
     refs::activation_ref(p, x, y);
     emu::activation_emu(p, x, y_emu, {});
-    EXPECT_TRUE(std::isnan(y[0])) << refs::to_string(p.kind);
-    EXPECT_TRUE(std::isnan(y_emu[0])) << refs::to_string(p.kind);
+    EXPECT_TRUE(std::isnan(y[0])) << ops::to_string(p.kind);
+    EXPECT_TRUE(std::isnan(y_emu[0])) << ops::to_string(p.kind);
     EXPECT_EQ(y[2], 2.0f);
   }
 }
@@ -181,9 +182,9 @@ TEST(ActivationGpu, WithinOneUlpOfTheEmulator) {
     const auto tol = compare::Tolerance::ulps(1, "fp32 math within 2^-20 relative, then one fp16 rounding");
     const auto fwd = compare::compare(emu_y, gpu_y, fp16, tol);
     const auto bwd = compare::compare(emu_dx, gpu_dx, fp16, tol);
-    EXPECT_TRUE(fwd.passed) << refs::to_string(a) << " forward: " << fwd.failure;
-    EXPECT_TRUE(bwd.passed) << refs::to_string(a) << " backward: " << bwd.failure;
-    RecordProperty(std::string(refs::to_string(a)) + "_bit_identical", std::to_string(fwd.bit_identical_fraction));
+    EXPECT_TRUE(fwd.passed) << ops::to_string(a) << " forward: " << fwd.failure;
+    EXPECT_TRUE(bwd.passed) << ops::to_string(a) << " backward: " << bwd.failure;
+    RecordProperty(std::string(ops::to_string(a)) + "_bit_identical", std::to_string(fwd.bit_identical_fraction));
   }
 }
 

@@ -26,8 +26,8 @@ namespace {
 using namespace mpverify::test_support;
 
 using namespace mpverify;
-using refs::BatchNormParams;
-using refs::ChannelShape;
+using ops::BatchNormParams;
+using ops::ChannelShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
 

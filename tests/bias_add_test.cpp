@@ -21,7 +21,7 @@ namespace {
 using namespace mpverify::test_support;
 
 using namespace mpverify;
-using refs::ChannelShape;
+using ops::ChannelShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
 const formats::Format kFp32 = formats::parse_format("fp32");

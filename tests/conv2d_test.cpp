@@ -22,7 +22,7 @@ namespace {
 
 using namespace mpverify;
 using emu::Accumulation;
-using refs::Conv2dShape;
+using ops::Conv2dShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16"), kFp32 = formats::parse_format("fp32");
 constexpr double kU64 = 0x1p-53;

@@ -234,4 +234,23 @@ TEST(FormatRounding, Bf16AndE5m7) {
   EXPECT_EQ(round_to("e5m7", 1.5), (Rounded{(15u << 7) | 0x40u, 0}));
 }
 
+TEST(FormatEncoding, SameEncodingIgnoresTheNameOnly) {
+  const Format fp16 = parse_format("fp16");
+  Format renamed = custom_format(5, 10);
+  EXPECT_NE(renamed.name, fp16.name);
+  EXPECT_TRUE(same_encoding(renamed, fp16));
+  EXPECT_FALSE(renamed == fp16);  // operator== compares the names too
+  EXPECT_TRUE(same_encoding(fp16, fp16));
+  EXPECT_FALSE(same_encoding(parse_format("fp16:saturate"), fp16));
+  EXPECT_FALSE(same_encoding(parse_format("fp16:ftz"), fp16));
+  EXPECT_FALSE(same_encoding(parse_format("fp8-e4m3"), parse_format("fp8-e4m3fnuz")));
+  EXPECT_FALSE(same_encoding(parse_format("bf16"), fp16));
+  Format biased = fp16;
+  biased.bias = 16;
+  EXPECT_FALSE(same_encoding(biased, fp16));
+  Format wider = fp16;
+  wider.mantissa_bits = 11;
+  EXPECT_FALSE(same_encoding(wider, fp16));
+}
+
 }  // namespace

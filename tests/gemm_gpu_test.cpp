@@ -18,7 +18,7 @@ namespace {
 
 using namespace mpverify;
 using gpu::GemmCompute;
-using refs::GemmShape;
+using ops::GemmShape;
 
 #define SKIP_WITHOUT_GPU()                                                        \
   do {                                                                            \

@@ -17,7 +17,7 @@ namespace {
 
 using namespace mpverify;
 using emu::Accumulation;
-using refs::GemmShape;
+using ops::GemmShape;
 
 std::vector<float> random_fp16_values(std::size_t n, std::uint64_t seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);

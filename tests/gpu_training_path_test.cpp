@@ -70,40 +70,40 @@ void GpuWithStandIn::conv2d_backward_filter(const emu::Conv2dShape& shape, std::
                                             const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(conv2d_backward_filter, shape, x, dy, dw, policy, counters);
 }
-void GpuWithStandIn::bias_add(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b,
+void GpuWithStandIn::bias_add(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b,
                               std::span<float> y, const emu::BiasAddPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(bias_add, s, x, b, y, policy, counters);
 }
-void GpuWithStandIn::bias_add_backward(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db,
+void GpuWithStandIn::bias_add_backward(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                                        const emu::BiasAddPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(bias_add_backward, s, dy, db, policy, counters);
 }
-void GpuWithStandIn::activation(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y,
+void GpuWithStandIn::activation(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                                 const emu::ElementwisePolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(activation, p, x, y, policy, counters);
 }
-void GpuWithStandIn::activation_backward(const refs::ActivationParams& p, std::span<const float> x,
+void GpuWithStandIn::activation_backward(const ops::ActivationParams& p, std::span<const float> x,
                                          std::span<const float> dy, std::span<float> dx,
                                          const emu::ElementwisePolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(activation_backward, p, x, dy, dx, policy, counters);
 }
-void GpuWithStandIn::max_pool(const refs::PoolShape& p, std::span<const float> x, std::span<float> y,
+void GpuWithStandIn::max_pool(const ops::PoolShape& p, std::span<const float> x, std::span<float> y,
                               const emu::MaxPoolPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(max_pool, p, x, y, policy, counters);
 }
-void GpuWithStandIn::max_pool_backward(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void GpuWithStandIn::max_pool_backward(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                                        std::span<float> dx, const emu::MaxPoolPolicy& policy,
                                        emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(max_pool_backward, p, x, dy, dx, policy, counters);
 }
-void GpuWithStandIn::batch_norm(const refs::ChannelShape& s, const refs::BatchNormParams& p,
+void GpuWithStandIn::batch_norm(const ops::ChannelShape& s, const ops::BatchNormParams& p,
                                 std::span<const float> x, std::span<const float> gamma, std::span<const float> beta,
                                 std::span<float> y, std::span<float> mean, std::span<float> invstd,
                                 std::span<float> running_mean, std::span<float> running_var,
                                 const emu::BatchNormPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(batch_norm, s, p, x, gamma, beta, y, mean, invstd, running_mean, running_var, policy, counters);
 }
-void GpuWithStandIn::batch_norm_backward(const refs::ChannelShape& s, std::span<const float> x,
+void GpuWithStandIn::batch_norm_backward(const ops::ChannelShape& s, std::span<const float> x,
                                          std::span<const float> dy, std::span<const float> gamma,
                                          std::span<const float> mean, std::span<const float> invstd,
                                          std::span<float> dx, std::span<float> dgamma, std::span<float> dbeta,
@@ -130,12 +130,12 @@ void GpuWithStandIn::bce_with_logits_backward(std::span<const float> x, std::spa
                                               emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(bce_with_logits_backward, x, t, dx, policy, counters);
 }
-void GpuWithStandIn::sgd_step(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void GpuWithStandIn::sgd_step(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                               std::span<const float> g, const emu::OptimizerPolicy& policy,
                               emu::CounterSet* counters, std::span<float> update) {
   MPVERIFY_STAND_IN(sgd_step, p, step, w, v, g, policy, counters, update);
 }
-void GpuWithStandIn::adam_step(const refs::AdamParams& p, std::int64_t step, std::span<float> w,
+void GpuWithStandIn::adam_step(const ops::AdamParams& p, std::int64_t step, std::span<float> w,
                                std::span<float> m, std::span<float> v, std::span<const float> g,
                                const emu::OptimizerPolicy& policy, emu::CounterSet* counters,
                                std::span<float> update) {

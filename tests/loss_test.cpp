@@ -17,12 +17,13 @@
 #include "emu/quantize.h"
 #include "gpu/device.h"
 #include "gpu/loss_gpu.h"
+#include "ops/fp64_math.h"
 #include "refs/loss_ref.h"
 
 namespace {
 
 using namespace mpverify;
-using refs::SoftmaxCrossEntropyShape;
+using ops::SoftmaxCrossEntropyShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
 const formats::Format kFp32 = formats::parse_format("fp32");
@@ -112,15 +113,15 @@ TEST(LossEmu, SoftmaxCrossEntropyWithinBoundsOnSeveralSeeds) {
     const std::vector<float> emu_out = {emu::softmax_cross_entropy_emu(s, z, labels, policy)};
     // fp32 sums of m and b terms and an fp32 loss: (m + b + 2) 2^-24 relative
     // and the log's absolute error over a loss of order 1; 2^-12 covers both.
-    check_sides(ref, emu_out, {refs::softmax_cross_entropy_fp64(s, widen(z), labels)},
-                {refs::softmax_cross_entropy_fp64(s, zr, labels)},
+    check_sides(ref, emu_out, {ops::softmax_cross_entropy_fp64(s, widen(z), labels)},
+                {ops::softmax_cross_entropy_fp64(s, zr, labels)},
                 emu::softmax_cross_entropy_bounds(s, z, labels, policy, false), kFp32, 0x1p-12, what);
 
     std::vector<float> dref(z.size()), demu(z.size());
     refs::softmax_cross_entropy_backward_ref(s, z, labels, dref);
     emu::softmax_cross_entropy_backward_emu(s, z, labels, demu, policy);
-    check_sides(dref, demu, refs::softmax_cross_entropy_backward_fp64(s, widen(z), labels),
-                refs::softmax_cross_entropy_backward_fp64(s, zr, labels),
+    check_sides(dref, demu, ops::softmax_cross_entropy_backward_fp64(s, widen(z), labels),
+                ops::softmax_cross_entropy_backward_fp64(s, zr, labels),
                 emu::softmax_cross_entropy_bounds(s, z, labels, policy, true), kFp16, 0x1p-10, what + " backward");
     ++cases;
   }
@@ -135,12 +136,12 @@ TEST(LossEmu, MseWithinBoundsOnSeveralSeeds) {
     const std::string what = "seed " + std::to_string(seed);
     const emu::LossPolicy policy;
     const auto yr = rounded_to(y, policy.input);
-    check_sides({refs::mse_ref(y, t)}, {emu::mse_emu(y, t, policy)}, {refs::mse_fp64(widen(y), widen(t))},
-                {refs::mse_fp64(yr, widen(t))}, emu::mse_bounds(y, t, policy, false), kFp32, 0x1p-12, what);
+    check_sides({refs::mse_ref(y, t)}, {emu::mse_emu(y, t, policy)}, {ops::mse_fp64(widen(y), widen(t))},
+                {ops::mse_fp64(yr, widen(t))}, emu::mse_bounds(y, t, policy, false), kFp32, 0x1p-12, what);
     std::vector<float> dref(n), demu(n);
     refs::mse_backward_ref(y, t, dref);
     emu::mse_backward_emu(y, t, demu, policy);
-    check_sides(dref, demu, refs::mse_backward_fp64(widen(y), widen(t)), refs::mse_backward_fp64(yr, widen(t)),
+    check_sides(dref, demu, ops::mse_backward_fp64(widen(y), widen(t)), ops::mse_backward_fp64(yr, widen(t)),
                 emu::mse_bounds(y, t, policy, true), kFp16, 0x1p-10, what + " backward");
   }
 }
@@ -154,13 +155,13 @@ TEST(LossEmu, BceWithLogitsWithinBoundsOnSeveralSeeds) {
     const emu::LossPolicy policy;
     const auto xr = rounded_to(x, policy.input);
     check_sides({refs::bce_with_logits_ref(x, t)}, {emu::bce_with_logits_emu(x, t, policy)},
-                {refs::bce_with_logits_fp64(widen(x), widen(t))}, {refs::bce_with_logits_fp64(xr, widen(t))},
+                {ops::bce_with_logits_fp64(widen(x), widen(t))}, {ops::bce_with_logits_fp64(xr, widen(t))},
                 emu::bce_with_logits_bounds(x, t, policy, false), kFp32, 0x1p-12, what);
     std::vector<float> dref(n), demu(n);
     refs::bce_with_logits_backward_ref(x, t, dref);
     emu::bce_with_logits_backward_emu(x, t, demu, policy);
-    check_sides(dref, demu, refs::bce_with_logits_backward_fp64(widen(x), widen(t)),
-                refs::bce_with_logits_backward_fp64(xr, widen(t)), emu::bce_with_logits_bounds(x, t, policy, true),
+    check_sides(dref, demu, ops::bce_with_logits_backward_fp64(widen(x), widen(t)),
+                ops::bce_with_logits_backward_fp64(xr, widen(t)), emu::bce_with_logits_bounds(x, t, policy, true),
                 kFp16, 0x1p-10, what + " backward");
   }
 }
@@ -175,7 +176,7 @@ TEST(LossEmu, Fp32AccumulationBoundRejectsAnFp16RunningSum) {
   emu::LossPolicy fp16_acc;
   fp16_acc.accumulate = kFp16;
   const auto yr = rounded_to(y, fp16_acc.input);
-  const double exact_rounded = refs::mse_fp64(yr, widen(t));
+  const double exact_rounded = ops::mse_fp64(yr, widen(t));
   const auto fp32_bound = emu::mse_bounds(y, t, emu::LossPolicy{}, false).emu[0];
   const auto fp16_bound = emu::mse_bounds(y, t, fp16_acc, false).emu[0];
   const double err = std::fabs(emu::mse_emu(y, t, fp16_acc) - exact_rounded);
@@ -214,8 +215,8 @@ TEST(LossRef, SoftmaxCrossEntropyBackwardMatchesFiniteDifferences) {
   const auto z = normal(s.logits_size(), 3.0, rng);
   const std::vector<std::int32_t> labels = {0, 8, 3, 3};
   expect_matches_finite_differences(
-      widen(z), [&](const std::vector<double>& v) { return refs::softmax_cross_entropy_fp64(s, v, labels); },
-      [&](const std::vector<double>& v) { return refs::softmax_cross_entropy_backward_fp64(s, v, labels); },
+      widen(z), [&](const std::vector<double>& v) { return ops::softmax_cross_entropy_fp64(s, v, labels); },
+      [&](const std::vector<double>& v) { return ops::softmax_cross_entropy_backward_fp64(s, v, labels); },
       0x1p-14, 1e-9, "softmax cross-entropy");
 }
 
@@ -226,8 +227,8 @@ TEST(LossRef, MseBackwardMatchesFiniteDifferences) {
   const auto y = normal(50, 1.0, rng), t = normal(50, 1.0, rng);
   const auto tt = widen(t);
   expect_matches_finite_differences(
-      widen(y), [&](const std::vector<double>& v) { return refs::mse_fp64(v, tt); },
-      [&](const std::vector<double>& v) { return refs::mse_backward_fp64(v, tt); }, 0x1p-14, 1e-9, "mse");
+      widen(y), [&](const std::vector<double>& v) { return ops::mse_fp64(v, tt); },
+      [&](const std::vector<double>& v) { return ops::mse_backward_fp64(v, tt); }, 0x1p-14, 1e-9, "mse");
 }
 
 TEST(LossRef, BceWithLogitsBackwardMatchesFiniteDifferences) {
@@ -238,8 +239,8 @@ TEST(LossRef, BceWithLogitsBackwardMatchesFiniteDifferences) {
   const auto x = normal(50, 4.0, rng), t = uniform01(50, rng);
   const auto tt = widen(t);
   expect_matches_finite_differences(
-      widen(x), [&](const std::vector<double>& v) { return refs::bce_with_logits_fp64(v, tt); },
-      [&](const std::vector<double>& v) { return refs::bce_with_logits_backward_fp64(v, tt); }, 0x1p-14, 1e-9,
+      widen(x), [&](const std::vector<double>& v) { return ops::bce_with_logits_fp64(v, tt); },
+      [&](const std::vector<double>& v) { return ops::bce_with_logits_backward_fp64(v, tt); }, 0x1p-14, 1e-9,
       "bce with logits");
 }
 
@@ -270,7 +271,7 @@ TEST(LossEmu, LogitsNear65504StayFiniteThanksToTheMaxSubtraction) {
   EXPECT_EQ(c.find("softmax_cross_entropy.logits")->overflow, 0u);
   EXPECT_EQ(c.find("softmax_cross_entropy.sum_exp")->addends_nonzero, 3u);
   EXPECT_EQ(c.find("softmax_cross_entropy.sum_exp")->swamped, 2u);
-  EXPECT_NEAR(refs::softmax_cross_entropy_fp64(s, widen(z), std::vector<std::int32_t>{1}), 32.0, 1e-12);
+  EXPECT_NEAR(ops::softmax_cross_entropy_fp64(s, widen(z), std::vector<std::int32_t>{1}), 32.0, 1e-12);
 
   // 65519 is below the rounding boundary 65520 (65504 + half its ulp of 32)
   // and rounds to 65504; 65520 is the tie, which rounds to even: infinity.

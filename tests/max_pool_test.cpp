@@ -17,6 +17,7 @@
 #include "emu/quantize.h"
 #include "gpu/device.h"
 #include "gpu/max_pool_gpu.h"
+#include "ops/max_pool_argmax.h"
 #include "refs/max_pool_ref.h"
 #include "support/tensors.h"
 
@@ -25,7 +26,7 @@ namespace {
 using namespace mpverify::test_support;
 
 using namespace mpverify;
-using refs::PoolShape;
+using ops::PoolShape;
 
 const formats::Format kFp16 = formats::parse_format("fp16");
 
@@ -66,7 +67,7 @@ TEST(MaxPoolEmu, BackwardWithinGammaKOfTheFp64Oracle) {
       const auto x = to_fp16(normal(p.x_size(), rng, 1.0)), dy = to_fp16(normal(p.y_size(), rng, 1.0));
       const auto exact = refs::max_pool_backward_fp64(p, widen(x), widen(dy));
       std::vector<double> abs_sum(p.x_size(), 0.0);
-      const auto win = refs::max_pool_argmax(p, x);
+      const auto win = ops::max_pool_argmax(p, x);
       for (std::size_t o = 0; o < win.size(); ++o) abs_sum[win[o]] += std::fabs(dy[o]);
       const double g = compare::gamma(p.max_windows_per_element(), 0x1p-24);
       double err2 = 0, dx2 = 0;

@@ -96,11 +96,11 @@ struct Inputs {
   emu::Conv2dShape conv{2, 3, 6, 5, 4, 3, 3, 1, 1};
   std::vector<float> cx = normal(conv.x_size(), rng, 1.0), cw = normal(conv.weight_size(), rng, 0.3),
                      cdy = normal(conv.y_size(), rng, 1.0);
-  refs::ChannelShape ch{3, 4, 2, 2};
+  ops::ChannelShape ch{3, 4, 2, 2};
   std::vector<float> x = normal(ch.size(), rng, 2.0), bias = normal(4, rng, 1.0), dy = normal(ch.size(), rng, 1.0),
                      gamma = normal(4, rng, 1.0), beta = normal(4, rng, 1.0);
-  refs::BatchNormParams bn{};
-  refs::PoolShape pool{2, 2, 4, 4, 2, 2, 2, 0};
+  ops::BatchNormParams bn{};
+  ops::PoolShape pool{2, 2, 4, 4, 2, 2, 2, 0};
   std::vector<float> px = normal(pool.x_size(), rng, 1.0), pdy = normal(pool.y_size(), rng, 1.0);
   emu::SoftmaxCrossEntropyShape sce{4, 5};
   std::vector<float> logits = normal(sce.logits_size(), rng, 3.0);
@@ -174,15 +174,15 @@ TEST(RefBackend, ElementwiseOpsEqualTheReferences) {
   ref.bias_add_backward(in.ch, in.dy, dbg, fp32_bias(), nullptr);
   EXPECT_EQ(bits(dbg), bits(dbw));
 
-  for (refs::Activation k :
-       {refs::Activation::relu, refs::Activation::leaky_relu, refs::Activation::tanh, refs::Activation::sigmoid}) {
-    const refs::ActivationParams p{k, 0.02};
+  for (ops::Activation k :
+       {ops::Activation::relu, ops::Activation::leaky_relu, ops::Activation::tanh, ops::Activation::sigmoid}) {
+    const ops::ActivationParams p{k, 0.02};
     refs::activation_ref(p, in.x, want);
     ref.activation(p, in.x, got, fp32_elementwise(), nullptr);
-    EXPECT_EQ(bits(got), bits(want)) << refs::to_string(k);
+    EXPECT_EQ(bits(got), bits(want)) << ops::to_string(k);
     refs::activation_backward_ref(p, in.x, in.dy, want);
     ref.activation_backward(p, in.x, in.dy, got, fp32_elementwise(), nullptr);
-    EXPECT_EQ(bits(got), bits(want)) << refs::to_string(k) << " backward";
+    EXPECT_EQ(bits(got), bits(want)) << ops::to_string(k) << " backward";
   }
 
   std::vector<float> py_want(in.pool.y_size()), py_got(in.pool.y_size());
@@ -292,7 +292,7 @@ TEST(RefBackend, RejectsEveryNonFp32PolicyField) {
   const std::vector<std::pair<std::string, std::function<void(emu::ElementwisePolicy&)>>> elementwise_fields{
       {"input fp16", [](emu::ElementwisePolicy& p) { p.input = kFp16; }},
       {"output bf16", [](emu::ElementwisePolicy& p) { p.output = kBf16; }}};
-  const refs::ActivationParams act{refs::Activation::tanh};
+  const ops::ActivationParams act{ops::Activation::tanh};
   expect_ref_rejects_each<emu::ElementwisePolicy>("activation", fp32_elementwise(), elementwise_fields,
                                                   [&](const emu::ElementwisePolicy& p) {
                                                     ref.activation(act, in.x, out, p, nullptr);
@@ -359,11 +359,11 @@ TEST(RefBackend, RejectsEveryNonFp32PolicyField) {
   std::vector<float> w = normal(16, in.rng, 1.0), m(16), v(16), g = normal(16, in.rng, 1e-2);
   expect_ref_rejects_each<emu::OptimizerPolicy>("sgd_step", {}, optimizer_fields,
                                                 [&](const emu::OptimizerPolicy& p) {
-                                                  ref.sgd_step(refs::SgdParams{}, 1, w, v, g, p, nullptr, {});
+                                                  ref.sgd_step(ops::SgdParams{}, 1, w, v, g, p, nullptr, {});
                                                 });
   expect_ref_rejects_each<emu::OptimizerPolicy>("adam_step", {}, optimizer_fields,
                                                 [&](const emu::OptimizerPolicy& p) {
-                                                  ref.adam_step(refs::AdamParams{}, 1, w, m, v, g, p, nullptr, {});
+                                                  ref.adam_step(ops::AdamParams{}, 1, w, m, v, g, p, nullptr, {});
                                                 });
 }
 
@@ -397,7 +397,7 @@ TEST(EmuBackend, EqualsTheEmulatedOpsCalledDirectly) {
     same_counts(k1, k2, "conv2d");
   }
   {
-    const refs::ActivationParams p{refs::Activation::sigmoid};
+    const ops::ActivationParams p{ops::Activation::sigmoid};
     std::vector<float> y1(in.x.size()), y2(in.x.size());
     emu::CounterSet k1, k2;
     emu::activation_backward_emu(p, in.x, in.dy, y1, emu::ElementwisePolicy{}, &k1);
@@ -442,8 +442,8 @@ TEST(EmuBackend, EqualsTheEmulatedOpsCalledDirectly) {
     std::vector<float> m1(32), m2(32), v1(32), v2(32), u1(32), u2(32);
     const auto g = normal(32, in.rng, 1e-2);
     emu::CounterSet k1, k2;
-    emu::adam_step_emu(refs::AdamParams{}, 1, w1, m1, v1, g, p, &k1, u1);
-    emu_backend.adam_step(refs::AdamParams{}, 1, w2, m2, v2, g, p, &k2, u2);
+    emu::adam_step_emu(ops::AdamParams{}, 1, w1, m1, v1, g, p, &k1, u1);
+    emu_backend.adam_step(ops::AdamParams{}, 1, w2, m2, v2, g, p, &k2, u2);
     EXPECT_EQ(bits(w2), bits(w1));
     EXPECT_EQ(bits(u2), bits(u1));
     same_counts(k1, k2, "adam_step");
@@ -452,8 +452,8 @@ TEST(EmuBackend, EqualsTheEmulatedOpsCalledDirectly) {
 
 // =============================== optimizers =======================================
 
-std::vector<refs::SgdParams> sgd_variants() {
-  std::vector<refs::SgdParams> v(6);
+std::vector<ops::SgdParams> sgd_variants() {
+  std::vector<ops::SgdParams> v(6);
   v[0].lr = 0.1;
   v[1].lr = 0.05, v[1].momentum = 0.9;
   v[2].lr = 0.05, v[2].momentum = 0.9, v[2].dampening = 0.1;
@@ -463,8 +463,8 @@ std::vector<refs::SgdParams> sgd_variants() {
   return v;
 }
 
-std::vector<refs::AdamParams> adam_variants() {
-  std::vector<refs::AdamParams> v(4);
+std::vector<ops::AdamParams> adam_variants() {
+  std::vector<ops::AdamParams> v(4);
   v[1].lr = 1e-2, v[1].weight_decay = 0.01;                    // L2 (Adam)
   v[2].lr = 1e-2, v[2].weight_decay = 0.1, v[2].adamw = true;  // decoupled (AdamW)
   v[3].lr = 3e-3, v[3].beta1 = 0.5, v[3].beta2 = 0.9, v[3].eps = 1e-6;
@@ -476,7 +476,7 @@ constexpr std::size_t kN = 257;
 
 // adamw's decay w * fl32(1 - lr wd), rounded once into `weights` (the product
 // of two floats is exact in double), before the update is added.
-std::vector<float> adamw_decayed(const refs::AdamParams& p, std::vector<float> w, const formats::Format& weights) {
+std::vector<float> adamw_decayed(const ops::AdamParams& p, std::vector<float> w, const formats::Format& weights) {
   if (!p.adamw || p.weight_decay == 0) return w;
   const float c = static_cast<float>(1.0 - p.lr * p.weight_decay);
   for (float& x : w) x = emu::round_value(weights, static_cast<double>(x) * static_cast<double>(c));
@@ -503,7 +503,7 @@ void expect_update_added(const std::vector<float>& w_old, const std::vector<floa
 TEST(RefBackend, SgdEqualsTheReferenceAndReportsTheUpdate) {
   nn::RefBackend ref;
   int variant = 0;
-  for (const refs::SgdParams& p : sgd_variants()) {
+  for (const ops::SgdParams& p : sgd_variants()) {
     std::mt19937_64 rng(100 + static_cast<unsigned>(variant));
     std::vector<float> w = normal(kN, rng, 1.0), wr = w, v(kN), vr(kN), u(kN);
     for (int step = 1; step <= kSteps; ++step) {
@@ -523,7 +523,7 @@ TEST(RefBackend, SgdEqualsTheReferenceAndReportsTheUpdate) {
 TEST(RefBackend, AdamEqualsTheReferenceAndReportsTheUpdate) {
   nn::RefBackend ref;
   int variant = 0;
-  for (const refs::AdamParams& p : adam_variants()) {
+  for (const ops::AdamParams& p : adam_variants()) {
     std::mt19937_64 rng(200 + static_cast<unsigned>(variant));
     std::vector<float> w = normal(kN, rng, 1.0), wr = w, m(kN), mr(kN), v(kN), vr(kN), u(kN);
     for (int step = 1; step <= kSteps; ++step) {
@@ -548,7 +548,7 @@ TEST(EmuBackend, Fp16WeightsTakeTheReportedUpdateRoundedOnce) {
   nn::EmuBackend emu_backend;
   const emu::OptimizerPolicy policy{kFp16, kFp32, kFp32};
   int variant = 0;
-  for (const refs::SgdParams& p : sgd_variants()) {
+  for (const ops::SgdParams& p : sgd_variants()) {
     std::mt19937_64 rng(300 + static_cast<unsigned>(variant));
     std::vector<float> w = to_fp16(normal(kN, rng, 1.0)), v(kN), u(kN);
     for (int step = 1; step <= kSteps; ++step) {
@@ -560,7 +560,7 @@ TEST(EmuBackend, Fp16WeightsTakeTheReportedUpdateRoundedOnce) {
     ++variant;
   }
   variant = 0;
-  for (const refs::AdamParams& p : adam_variants()) {
+  for (const ops::AdamParams& p : adam_variants()) {
     std::mt19937_64 rng(400 + static_cast<unsigned>(variant));
     std::vector<float> w = to_fp16(normal(kN, rng, 1.0)), m(kN), v(kN), u(kN);
     for (int step = 1; step <= kSteps; ++step) {
@@ -578,14 +578,14 @@ TEST(EmuOptimizers, UpdateOfTheWrongSizeIsRejected) {
   for (std::size_t size : {std::size_t{7}, std::size_t{9}}) {
     std::vector<float> u(size);
     const std::string context = "update of " + std::to_string(size) + " for 8 weights";
-    expect_invalid([&] { emu::sgd_step_emu(refs::SgdParams{}, 1, w, v, g, emu::OptimizerPolicy{}, nullptr, u); },
+    expect_invalid([&] { emu::sgd_step_emu(ops::SgdParams{}, 1, w, v, g, emu::OptimizerPolicy{}, nullptr, u); },
                    {"update", "8"}, "sgd " + context);
     expect_invalid(
-        [&] { emu::adam_step_emu(refs::AdamParams{}, 1, w, m, v, g, emu::OptimizerPolicy{}, nullptr, u); },
+        [&] { emu::adam_step_emu(ops::AdamParams{}, 1, w, m, v, g, emu::OptimizerPolicy{}, nullptr, u); },
         {"update", "8"}, "adam " + context);
   }
   std::vector<float> u(8);  // the right size is accepted
-  EXPECT_NO_THROW(emu::sgd_step_emu(refs::SgdParams{}, 1, w, v, g, emu::OptimizerPolicy{}, nullptr, u));
+  EXPECT_NO_THROW(emu::sgd_step_emu(ops::SgdParams{}, 1, w, v, g, emu::OptimizerPolicy{}, nullptr, u));
 }
 
 // ================================ gpu backend =====================================
@@ -669,7 +669,7 @@ TEST(GpuBackend, RejectsWhatTheCudaOpsCannotRun) {
   expect_rejected([&] { gpu_backend.bias_add_backward(in.ch, in.dy, db, {kFp16, kFp16, kFp16}, nullptr); },
                   "bias_add_backward", "sums in fp32", "fp16 accumulation");
 
-  const refs::ActivationParams act{refs::Activation::relu};
+  const ops::ActivationParams act{ops::Activation::relu};
   for (const emu::ElementwisePolicy& p : {emu::ElementwisePolicy{kFp32, kFp16}, emu::ElementwisePolicy{kBf16, kFp32},
                                           emu::ElementwisePolicy{kFp16, kE4m3}}) {
     const std::string name = p.input.name + " -> " + p.output.name;
@@ -715,9 +715,9 @@ TEST(GpuBackend, RejectsWhatTheCudaOpsCannotRun) {
       {"bf16 weights", {kBf16, kFp32, kFp32}},
       {"bf16 grad", {kFp16, kFp32, kBf16}}};
   for (const auto& [name, p] : bad_optimizers) {
-    expect_rejected([&] { gpu_backend.sgd_step(refs::SgdParams{}, 1, w, v, g, p, nullptr, {}); }, "sgd_step",
+    expect_rejected([&] { gpu_backend.sgd_step(ops::SgdParams{}, 1, w, v, g, p, nullptr, {}); }, "sgd_step",
                     "CUDA optimizers", name);
-    expect_rejected([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, p, nullptr, {}); }, "adam_step",
+    expect_rejected([&] { gpu_backend.adam_step(ops::AdamParams{}, 1, w, m, v, g, p, nullptr, {}); }, "adam_step",
                     "CUDA optimizers", name);
   }
 }
@@ -730,15 +730,15 @@ TEST(GpuBackend, Fp32ElementwiseOpsAreTheReference) {
   nn::GpuBackend gpu_backend;
   nn::RefBackend ref;
   const emu::ElementwisePolicy fp32_elementwise{kFp32, kFp32};
-  for (const refs::ActivationParams act : {refs::ActivationParams{refs::Activation::relu},
-                                           refs::ActivationParams{refs::Activation::tanh}}) {
+  for (const ops::ActivationParams act : {ops::ActivationParams{ops::Activation::relu},
+                                           ops::ActivationParams{ops::Activation::tanh}}) {
     std::vector<float> want(in.x.size()), got(in.x.size());
     ref.activation(act, in.x, want, fp32_elementwise, nullptr);
     gpu_backend.activation(act, in.x, got, fp32_elementwise, nullptr);
-    EXPECT_EQ(bits(got), bits(want)) << refs::to_string(act.kind);
+    EXPECT_EQ(bits(got), bits(want)) << ops::to_string(act.kind);
     ref.activation_backward(act, in.x, in.dy, want, fp32_elementwise, nullptr);
     gpu_backend.activation_backward(act, in.x, in.dy, got, fp32_elementwise, nullptr);
-    EXPECT_EQ(bits(got), bits(want)) << refs::to_string(act.kind) << " backward";
+    EXPECT_EQ(bits(got), bits(want)) << ops::to_string(act.kind) << " backward";
   }
   std::vector<float> py_want(in.pool.y_size()), py_got(in.pool.y_size()), pdx_want(in.pool.x_size()),
       pdx_got(in.pool.x_size());
@@ -822,7 +822,7 @@ TEST(GpuBackend, SupportedPoliciesReachTheDevice) {
   expect_reaches_device([&] { gpu_backend.bias_add_backward(in.ch, in.dy, db, fp16_bias, nullptr); },
                         "bias_add_backward");
   const emu::ElementwisePolicy fp16_elementwise{kFp16, kFp32};  // the fp16 recipe's
-  const refs::ActivationParams act{refs::Activation::tanh};
+  const ops::ActivationParams act{ops::Activation::tanh};
   expect_reaches_device([&] { gpu_backend.activation(act, in.x, out, fp16_elementwise, nullptr); }, "activation");
   expect_reaches_device([&] { gpu_backend.activation_backward(act, in.x, in.dy, out, fp16_elementwise, nullptr); },
                         "activation_backward");
@@ -843,16 +843,16 @@ TEST(GpuBackend, SupportedPoliciesReachTheDevice) {
   std::vector<float> w = to_fp16(normal(16, in.rng, 1.0)), m(16), v(16), g = normal(16, in.rng, 1e-2);
   for (const emu::OptimizerPolicy& p : {emu::OptimizerPolicy{kFp32, kFp32, kFp32},
                                         emu::OptimizerPolicy{kFp16, kFp32, kFp16}}) {
-    expect_reaches_device([&] { gpu_backend.sgd_step(refs::SgdParams{}, 1, w, v, g, p, nullptr, {}); },
+    expect_reaches_device([&] { gpu_backend.sgd_step(ops::SgdParams{}, 1, w, v, g, p, nullptr, {}); },
                           "sgd_step weights " + p.weights.name);
-    expect_reaches_device([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, p, nullptr, {}); },
+    expect_reaches_device([&] { gpu_backend.adam_step(ops::AdamParams{}, 1, w, m, v, g, p, nullptr, {}); },
                           "adam_step weights " + p.weights.name);
   }
   // The trainer asks for each step's update (its lost-update statistics).
   std::vector<float> u(16);
-  expect_reaches_device([&] { gpu_backend.sgd_step(refs::SgdParams{}, 1, w, v, g, {}, nullptr, u); },
+  expect_reaches_device([&] { gpu_backend.sgd_step(ops::SgdParams{}, 1, w, v, g, {}, nullptr, u); },
                         "sgd_step with update");
-  expect_reaches_device([&] { gpu_backend.adam_step(refs::AdamParams{}, 1, w, m, v, g, {}, nullptr, u); },
+  expect_reaches_device([&] { gpu_backend.adam_step(ops::AdamParams{}, 1, w, m, v, g, {}, nullptr, u); },
                         "adam_step with update");
 }
 

@@ -65,6 +65,7 @@
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
 #include "nn/reshape.h"
+#include "ops/max_pool_argmax.h"
 #include "refs/batch_norm_ref.h"
 #include "refs/conv2d_ref.h"
 #include "refs/max_pool_ref.h"
@@ -158,12 +159,12 @@ void set_parameter(nn::Parameter& p, std::vector<float> values) {
 }
 
 // The channel of flat NCHW index i.
-std::size_t channel_of(const refs::ChannelShape& s, std::size_t i) {
+std::size_t channel_of(const ops::ChannelShape& s, std::size_t i) {
   return i / s.spatial() % static_cast<std::size_t>(s.c);
 }
 
 // Per channel: the sum over n, h, w of |values|.
-std::vector<double> channel_abs_sums(const refs::ChannelShape& s, std::span<const float> values) {
+std::vector<double> channel_abs_sums(const ops::ChannelShape& s, std::span<const float> values) {
   std::vector<double> sums(static_cast<std::size_t>(s.c), 0.0);
   for (std::size_t i = 0; i < values.size(); ++i) sums[channel_of(s, i)] += std::fabs(values[i]);
   return sums;
@@ -263,7 +264,7 @@ void expect_agree(const Directional& d, const std::string& what) {
 // magnitudes of its three products on absolute values, in FP64, and the
 // number of terms each output element sums.
 struct AffineModel {
-  refs::ChannelShape y_shape;  // the bias's channels
+  ops::ChannelShape y_shape;  // the bias's channels
   std::function<std::vector<double>(std::span<const float> x, std::span<const float> w)> forward;
   std::function<std::vector<double>(std::span<const float> dy, std::span<const float> w)> data;
   std::function<std::vector<double>(std::span<const float> x, std::span<const float> dy)> filter;
@@ -301,7 +302,7 @@ AffineModel linear_model(int n, int in, int out) {
   return m;
 }
 
-AffineModel conv_model(const refs::Conv2dShape& s) {
+AffineModel conv_model(const ops::Conv2dShape& s) {
   AffineModel m;
   m.y_shape = {s.n, s.k, s.p(), s.q()};
   m.forward = [s](std::span<const float> x, std::span<const float> w) {
@@ -328,7 +329,7 @@ AffineModel conv_model(const refs::Conv2dShape& s) {
 // The transposed convolution of input z is the adjoint of the convolution
 // `s` (nn/conv_transpose2d.h): its forward is s's backward data, its dz is
 // s's forward, its dW is s's backward filter with x = dout, dy = z.
-AffineModel conv_transpose_model(const refs::Conv2dShape& s) {
+AffineModel conv_transpose_model(const ops::Conv2dShape& s) {
   AffineModel m;
   m.y_shape = {s.n, s.c, s.h, s.w};
   m.forward = [s](std::span<const float> z, std::span<const float> w) {
@@ -520,7 +521,7 @@ TEST(ConvTranspose2dOracle, MatchesTheScatterDefinition) {
     const Scatter mag = scatter(cs.n, cs.cin, cs.h, cs.w, cs.cout, cs.kernel, cs.stride, cs.pad, absolute(z.values),
                                 absolute(wgt), absolute(dout_values));
     const std::string what = "stride " + std::to_string(cs.stride) + " pad " + std::to_string(cs.pad);
-    const refs::ChannelShape out_shape{out.n, out.c, out.h, out.w};
+    const ops::ChannelShape out_shape{out.n, out.c, out.h, out.w};
     const double g_out = gamma32(std::int64_t{cs.cin} * cs.kernel * cs.kernel + 1) +
                          gamma64(std::int64_t{cs.cin} * cs.kernel * cs.kernel + 1);
     for (std::size_t i = 0; i < out.size(); ++i) {
@@ -557,7 +558,7 @@ TEST(Layers, RefuseABackwardBeforeTheForwardOrOfTheWrongShape) {
   std::vector<std::unique_ptr<nn::Layer>> layers;
   layers.push_back(std::make_unique<nn::Conv2d>("conv", 2, 3, 3, 1, 1, 1, 0));
   layers.push_back(std::make_unique<nn::ConvTranspose2d>("deconv", 2, 3, 4, 2, 1, 1, 0));
-  layers.push_back(std::make_unique<nn::ActivationLayer>("relu", refs::ActivationParams{}));
+  layers.push_back(std::make_unique<nn::ActivationLayer>("relu", ops::ActivationParams{}));
   layers.push_back(std::make_unique<nn::MaxPool2d>("pool", 2, 2));
   layers.push_back(std::make_unique<nn::BatchNorm2d>("bn", 2));
   layers.push_back(std::make_unique<nn::Reshape>("reshape", 8, 2, 2));
@@ -573,8 +574,8 @@ TEST(Layers, RefuseABackwardBeforeTheForwardOrOfTheWrongShape) {
 
 // --- activations, max-pool, reshape --------------------------------------------
 
-refs::ActivationParams activation(refs::Activation kind) {
-  refs::ActivationParams p;
+ops::ActivationParams activation(ops::Activation kind) {
+  ops::ActivationParams p;
   p.kind = kind;
   p.negative_slope = 0.2;
   return p;
@@ -593,13 +594,13 @@ TEST(LayerGradients, Activations) {
   const int bn = 2, bc = 3, bh = 4, bw = 5;
   const std::size_t size = static_cast<std::size_t>(bn) * bc * bh * bw;
   const float margin = 0x1p-4f;
-  for (refs::Activation kind :
-       {refs::Activation::relu, refs::Activation::leaky_relu, refs::Activation::tanh, refs::Activation::sigmoid}) {
+  for (ops::Activation kind :
+       {ops::Activation::relu, ops::Activation::leaky_relu, ops::Activation::tanh, ops::Activation::sigmoid}) {
     RefRun run;
     nn::ActivationLayer layer("act", activation(kind));
     const Tensor x = make_tensor(bn, bc, bh, bw, away_from_zero(grid_normal(size, 41, 1.5, 4), margin));
     const std::vector<float> r = grid_normal(size, 42, 1, 4), v = grid_normal(size, 43, 1, 2);
-    const bool piecewise_linear = kind == refs::Activation::relu || kind == refs::Activation::leaky_relu;
+    const bool piecewise_linear = kind == ops::Activation::relu || kind == ops::Activation::leaky_relu;
     // Piecewise linear: h |v| <= 2^-5 < margin keeps every point on its side
     // of the kink. Smooth: h balances truncation (h^2) against rounding (1/h).
     const double h = piecewise_linear ? 0x1p-6 : 0x1p-8;
@@ -608,7 +609,7 @@ TEST(LayerGradients, Activations) {
       for (std::size_t i = 0; i < size; ++i)
         ASSERT_GT(std::fabs(x.values[i]), h * std::fabs(v[i])) << "the step crosses the kink at element " << i;
     } else {
-      const double max_third = kind == refs::Activation::tanh ? 2.0 : 0.125;
+      const double max_third = kind == ops::Activation::tanh ? 2.0 : 0.125;
       double s = 0;
       for (std::size_t i = 0; i < size; ++i) s += std::fabs(r[i]) * std::pow(std::fabs(v[i]), 3);
       truncation = h * h / 6 * max_third * s;
@@ -618,7 +619,7 @@ TEST(LayerGradients, Activations) {
     const Difference d = input_difference(layer, run.ctx, x, v, h, r);
     expect_agree(directional(d, h, r, once_rounded_error(d.plus.y), once_rounded_error(d.minus.y), dx.values, v,
                              once_rounded_error(dx.values), truncation),
-                 std::string("activation ") + std::string(refs::to_string(kind)));
+                 std::string("activation ") + std::string(ops::to_string(kind)));
   }
 }
 
@@ -633,15 +634,15 @@ TEST(LayerGradients, MaxPool2d) {
     RefRun run;
     nn::MaxPool2d layer("pool", cs.kernel, cs.stride, cs.pad);
     const Tensor x = make_tensor(2, 2, 6, 6, distinct_values(144, 51, 0x1p-5));
-    const refs::PoolShape shape = layer.shape_for(x);
+    const ops::PoolShape shape = layer.shape_for(x);
     const std::vector<float> r = grid_normal(shape.y_size(), 52, 1, 4), v = grid_normal(x.size(), 53, 0.7, 2);
     const double h = 0x1p-8;
     const Tensor y = layer.forward(run.ctx, x);
     const Tensor dx = layer.backward(run.ctx, make_tensor(y.n, y.c, y.h, y.w, r), true);
     const Difference d = input_difference(layer, run.ctx, x, v, h, r);
-    const auto winners = refs::max_pool_argmax(shape, x.values);
-    ASSERT_EQ(refs::max_pool_argmax(shape, d.p_plus), winners);
-    ASSERT_EQ(refs::max_pool_argmax(shape, d.p_minus), winners);
+    const auto winners = ops::max_pool_argmax(shape, x.values);
+    ASSERT_EQ(ops::max_pool_argmax(shape, d.p_plus), winners);
+    ASSERT_EQ(ops::max_pool_argmax(shape, d.p_minus), winners);
     // dx: each element sums at most max_windows_per_element dy in FP64, rounded once.
     std::vector<double> dx_error(dx.size());
     std::vector<float> dx_abs(dx.size());
@@ -680,13 +681,13 @@ TEST(LayerGradients, Reshape) {
 // eps) (biased variance), and the mean of |x|.
 struct ChannelStats {
   std::vector<double> mean, invstd, mean_abs;
-  double xhat(const refs::ChannelShape& s, std::span<const float> x, std::size_t i) const {
+  double xhat(const ops::ChannelShape& s, std::span<const float> x, std::size_t i) const {
     const std::size_t c = channel_of(s, i);
     return (x[i] - mean[c]) * invstd[c];
   }
 };
 
-ChannelStats channel_stats(const refs::ChannelShape& s, std::span<const float> x, double eps) {
+ChannelStats channel_stats(const ops::ChannelShape& s, std::span<const float> x, double eps) {
   const auto C = static_cast<std::size_t>(s.c);
   const auto M = static_cast<double>(s.channel_elements());
   ChannelStats st{std::vector<double>(C, 0.0), std::vector<double>(C, 0.0), std::vector<double>(C, 0.0)};
@@ -710,7 +711,7 @@ ChannelStats channel_stats(const refs::ChannelShape& s, std::span<const float> x
 // The reference's forward error at input x: one rounding of y, and the FP64
 // evaluation (mean and variance sums of M terms, a few more operations) within
 // gamma_{M+10}(2^-53) (|gamma| (|xhat| + mean|x| invstd) + |beta|).
-std::vector<double> batch_norm_forward_error(const refs::ChannelShape& s, std::span<const float> x,
+std::vector<double> batch_norm_forward_error(const ops::ChannelShape& s, std::span<const float> x,
                                              std::span<const float> y, std::span<const float> gamma,
                                              std::span<const float> beta, double eps) {
   const ChannelStats st = channel_stats(s, x, eps);
@@ -736,7 +737,7 @@ std::vector<double> batch_norm_forward_error(const refs::ChannelShape& s, std::s
 // |L_ch - const| <= F = |gamma| (|a| + |b| rho) sqrt(16 / (7 alpha)).
 // Cauchy's estimate gives |L_ch'''(xi)| <= 6 F / (rho - |xi|)^3 for |xi| < rho,
 // so the truncation h^2/6 |L'''| is at most h^2 F / (rho - h)^3.
-double batch_norm_truncation(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> v,
+double batch_norm_truncation(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> v,
                              std::span<const float> r, std::span<const float> gamma, double eps, double h) {
   const auto C = static_cast<std::size_t>(s.c);
   const auto M = static_cast<double>(s.channel_elements());
@@ -781,7 +782,7 @@ struct BatchNormGradientError {
   std::vector<double> dx, dgamma, dbeta;
 };
 
-BatchNormGradientError batch_norm_gradient_error(const refs::ChannelShape& s, std::span<const float> x,
+BatchNormGradientError batch_norm_gradient_error(const ops::ChannelShape& s, std::span<const float> x,
                                                  std::span<const float> dy, std::span<const float> gamma,
                                                  std::span<const float> dx, std::span<const float> dgamma,
                                                  std::span<const float> dbeta, double eps) {
@@ -824,7 +825,7 @@ TEST(LayerGradients, BatchNorm2d) {
   struct Case {
     int n, c, h, w;
   };
-  const double eps = refs::BatchNormParams{}.eps;
+  const double eps = ops::BatchNormParams{}.eps;
   for (const Case& cs : {Case{4, 3, 3, 3}, Case{6, 5, 1, 1}}) {
     RefRun run;
     nn::BatchNorm2d layer("bn", cs.c);
@@ -837,7 +838,7 @@ TEST(LayerGradients, BatchNorm2d) {
     for (float& v : g) v += 1.0f;
     set_parameter(gamma, g);
     set_parameter(beta, grid_normal(beta.size(), 72, 0.5, 2));
-    const refs::ChannelShape s{cs.n, cs.c, cs.h, cs.w};
+    const ops::ChannelShape s{cs.n, cs.c, cs.h, cs.w};
     const Tensor x = make_tensor(cs.n, cs.c, cs.h, cs.w, grid_normal(s.size(), 73, 2, 4));
     const std::vector<float> r = grid_normal(s.size(), 74, 1, 4), vx = grid_normal(s.size(), 75, 0.5, 2),
                              vg = grid_normal(gamma.size(), 76, 1, 2), vb = grid_normal(beta.size(), 77, 1, 2);
@@ -1049,8 +1050,8 @@ TEST(LayersOnEmu, ConvTranspose2d) {
 TEST(LayersOnEmu, Activations) {
   const int n = 2, c = 3, h = 5, w = 4;
   const std::size_t size = static_cast<std::size_t>(n) * c * h * w;
-  for (refs::Activation kind :
-       {refs::Activation::relu, refs::Activation::leaky_relu, refs::Activation::tanh, refs::Activation::sigmoid}) {
+  for (ops::Activation kind :
+       {ops::Activation::relu, ops::Activation::leaky_relu, ops::Activation::tanh, ops::Activation::sigmoid}) {
     RefRun ref;
     EmuRun emu;
     nn::ActivationLayer ref_layer("act", activation(kind)), emu_layer("act", activation(kind));
@@ -1058,7 +1059,7 @@ TEST(LayersOnEmu, Activations) {
     const Tensor dy = make_tensor(n, c, h, w, test_support::to_fp16(grid_normal(size, 95, 1, 4)));
     const Tensor y32 = ref_layer.forward(ref.ctx, x), y16 = emu_layer.forward(emu.ctx, x);
     const Tensor dx32 = ref_layer.backward(ref.ctx, dy, true), dx16 = emu_layer.backward(emu.ctx, dy, true);
-    const std::string what = std::string("activation ") + std::string(refs::to_string(kind));
+    const std::string what = std::string("activation ") + std::string(ops::to_string(kind));
     expect_stored(emu, {"y", "dx"}, what);
     expect_close(y32.values, y16.values, fp16_store_tolerance(y32.values, scaled(once_rounded_error(y32.values), 2)),
                  what + " y");
@@ -1086,7 +1087,7 @@ TEST(LayersOnEmu, MaxPool2d) {
     const Tensor dx32 = ref_layer.backward(ref.ctx, dy, true), dx16 = emu_layer.backward(emu.ctx, dy, true);
     const std::string what = "max-pool " + std::to_string(cs.kernel) + "x" + std::to_string(cs.kernel);
     expect_stored(emu, {"y", "dx"}, what);
-    const refs::PoolShape shape = ref_layer.shape_for(x);
+    const ops::PoolShape shape = ref_layer.shape_for(x);
     std::vector<float> routed(x.size());
     refs::max_pool_backward_ref(shape, x.values, absolute(dy.values), routed);
     std::vector<double> D(x.size());
@@ -1118,7 +1119,7 @@ TEST(LayersOnEmu, BatchNorm2d) {
       set_parameter(*layer->parameters()[0], g);
       set_parameter(*layer->parameters()[1], beta);
     }
-    const refs::ChannelShape s{cs.n, cs.c, cs.h, cs.w};
+    const ops::ChannelShape s{cs.n, cs.c, cs.h, cs.w};
     const Tensor x = make_tensor(cs.n, cs.c, cs.h, cs.w, test_support::to_fp16(grid_normal(s.size(), 100, 2, 4)));
     const Tensor dy = make_tensor(cs.n, cs.c, cs.h, cs.w, test_support::to_fp16(grid_normal(s.size(), 101, 1, 4)));
     const Tensor y32 = ref_layer.forward(ref.ctx, x), y16 = emu_layer.forward(emu.ctx, x);

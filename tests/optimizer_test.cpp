@@ -28,8 +28,8 @@ namespace {
 using namespace mpverify::test_support;
 
 using namespace mpverify;
-using refs::AdamParams;
-using refs::SgdParams;
+using ops::AdamParams;
+using ops::SgdParams;
 using Grads = std::vector<std::vector<float>>;
 
 const formats::Format kFp16 = formats::parse_format("fp16");

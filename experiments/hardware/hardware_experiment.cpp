@@ -118,7 +118,7 @@ std::vector<Op> operations(std::uint64_t seed) {
   const Format fp16 = parse_format("fp16"), bf16 = parse_format("bf16"), fp32 = parse_format("fp32");
   std::vector<Op> ops;
   std::uint64_t stream = 0;
-  const auto gemm = [&](refs::GemmShape s, const Format& input, const Format& output, gpu::GemmCompute compute,
+  const auto gemm = [&](ops::GemmShape s, const Format& input, const Format& output, gpu::GemmCompute compute,
                         std::vector<Model> models) {
     auto a = std::make_shared<std::vector<float>>(draw(s.a_size(), seed, stream++, input));
     auto b = std::make_shared<std::vector<float>>(draw(s.b_size(), seed, stream++, input));
@@ -138,7 +138,7 @@ std::vector<Op> operations(std::uint64_t seed) {
     op.models = std::move(models);
     ops.push_back(std::move(op));
   };
-  for (const refs::GemmShape s : {refs::GemmShape{256, 256, 256}, refs::GemmShape{64, 64, 4096}})
+  for (const ops::GemmShape s : {ops::GemmShape{256, 256, 256}, ops::GemmShape{64, 64, 4096}})
     gemm(s, fp16, fp32, gpu::GemmCompute::fp16_fp32_accumulate, fp32_accumulating_models(fp16, fp32));
   gemm({256, 256, 256}, bf16, fp32, gpu::GemmCompute::bf16_fp32_accumulate, fp32_accumulating_models(bf16, fp32));
   gemm({256, 256, 256}, fp16, fp16, gpu::GemmCompute::fp16_fp16_accumulate,
@@ -147,7 +147,7 @@ std::vector<Op> operations(std::uint64_t seed) {
          0x1p-24}});
 
   // conv2d with cuDNN's fp16 tensors (inputs and output) and fp32 compute.
-  const refs::Conv2dShape cs{8, 32, 14, 14, 32, 3, 3, 1, 1};
+  const ops::Conv2dShape cs{8, 32, 14, 14, 32, 3, 3, 1, 1};
   const std::string conv_shape = "n=8 c=32 h=w=14 k=32 r=s=3 pad=1";
   const auto conv = [&](const std::string& name, std::size_t in1, std::size_t in2, std::size_t out,
                         std::int64_t terms, auto condition, auto fp64, auto emulate, auto hardware) {

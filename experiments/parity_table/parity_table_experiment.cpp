@@ -50,7 +50,7 @@ training::TrainConfig base_config(const ParityTableConfig& c) {
   t.steps = c.steps;
   t.batch_size = 64;
   t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{0.05, 0.9};
+  t.sgd = ops::SgdParams{0.05, 0.9};
   t.recorders = false;
   return t;
 }

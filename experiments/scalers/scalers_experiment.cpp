@@ -39,7 +39,7 @@ training::TrainConfig base_config(const ScalersConfig& c, const ScenarioSpec& sc
   t.steps = scenario.steps;
   t.batch_size = 64;
   t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{scenario.lr, 0.9};
+  t.sgd = ops::SgdParams{scenario.lr, 0.9};
   t.study_format = "fp16";
   t.histograms = false;  // the report draws no histograms; the rates need only the counts
   return t;

@@ -28,7 +28,7 @@ namespace {
 
 using namespace mpverify;
 
-void native_conv2d(const refs::Conv2dShape& s, const std::vector<float>& x, const std::vector<float>& w,
+void native_conv2d(const ops::Conv2dShape& s, const std::vector<float>& x, const std::vector<float>& w,
                    std::vector<float>& y) {
   bench::eigen_native_conv2d_forward(s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride, s.pad, x.data(), w.data(),
                                      y.data());
@@ -36,7 +36,7 @@ void native_conv2d(const refs::Conv2dShape& s, const std::vector<float>& x, cons
 
 struct Layer {
   const char* label;
-  refs::Conv2dShape shape;
+  ops::Conv2dShape shape;
 };
 
 // 0: a 3x3 layer of a ResNet stage at 28x28; 1: a strided 3x3 layer that halves 56x56.

@@ -64,7 +64,7 @@ training::TrainConfig run_config(const SwampingConfig& c, const std::string& mod
   t.steps = steps;
   t.batch_size = 64;
   t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{lr, momentum};
+  t.sgd = ops::SgdParams{lr, momentum};
   t.recipe = side.recipe;
   t.scaler = side.recipe == "fp32" ? "none" : "torch";
   t.backend = side.backend;

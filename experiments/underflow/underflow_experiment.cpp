@@ -65,7 +65,7 @@ training::TrainConfig cnn_config(const UnderflowConfig& c) {
   t.steps = c.cnn_steps;
   t.batch_size = 64;
   t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{0.05, 0.9};
+  t.sgd = ops::SgdParams{0.05, 0.9};
   t.study_format = "fp16";
   t.recipe = "fp32";
   t.scaler = "none";

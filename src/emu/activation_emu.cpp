@@ -7,6 +7,7 @@
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
+#include "ops/fp64_math.h"
 
 namespace mpverify::emu {
 
@@ -25,7 +26,7 @@ void activation_emu(const ActivationParams& p, std::span<const float> x, std::sp
   check(x.size(), y.size(), "x and y");
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "activation.x"));
   std::vector<double> exact(xr.size());
-  for (std::size_t i = 0; i < xr.size(); ++i) exact[i] = refs::activation_fp64(p, xr[i]);
+  for (std::size_t i = 0; i < xr.size(); ++i) exact[i] = ops::activation_fp64(p, xr[i]);
   round_values(exact, y, policy.output, site_counters(counters, "activation.y"));
 }
 
@@ -37,7 +38,7 @@ void activation_backward_emu(const ActivationParams& p, std::span<const float> x
   const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "activation_backward.dy"));
   std::vector<double> exact(xr.size());
   for (std::size_t i = 0; i < xr.size(); ++i)
-    exact[i] = refs::activation_derivative_fp64(p, xr[i]) * static_cast<double>(dyr[i]);
+    exact[i] = ops::activation_derivative_fp64(p, xr[i]) * static_cast<double>(dyr[i]);
   round_values(exact, dx, policy.output, site_counters(counters, "activation_backward.dx"));
 }
 

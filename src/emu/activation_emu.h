@@ -8,12 +8,12 @@
 
 #include "emu/counters.h"
 #include "formats/format.h"
-#include "refs/activation_ref.h"
+#include "ops/activation_params.h"
 
 namespace mpverify::emu {
 
-using refs::Activation;
-using refs::ActivationParams;
+using ops::Activation;
+using ops::ActivationParams;
 
 struct ElementwisePolicy {
   formats::Format input = formats::parse_format("fp16");

@@ -8,7 +8,7 @@
 
 #include "compare/compare.h"
 #include "emu/quantize.h"
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::emu {
 
@@ -61,10 +61,10 @@ BatchNormForwardBounds batch_norm_forward_bounds(const ChannelShape& s, const Ba
                                                  std::span<const float> x, std::span<const float> gamma,
                                                  std::span<const float> beta, const BatchNormPolicy& policy) {
   const char* op = "batch_norm_forward_bounds";
-  refs::check_batch_norm_shape(s, op);
-  refs::check_size(op, "x", x.size(), s.size());
-  refs::check_size(op, "gamma", gamma.size(), static_cast<std::size_t>(s.c));
-  refs::check_size(op, "beta", beta.size(), static_cast<std::size_t>(s.c));
+  ops::check_batch_norm_shape(s, op);
+  ops::check_size(op, "x", x.size(), s.size());
+  ops::check_size(op, "gamma", gamma.size(), static_cast<std::size_t>(s.c));
+  ops::check_size(op, "beta", beta.size(), static_cast<std::size_t>(s.c));
   require_values(x, policy.input, "x");
   require_values(gamma, policy.parameters, "gamma");
   require_values(beta, policy.parameters, "beta");
@@ -120,11 +120,11 @@ BatchNormBackwardBounds batch_norm_backward_bounds(const ChannelShape& s, std::s
                                                    std::span<const float> mean, std::span<const float> invstd,
                                                    const BatchNormPolicy& policy) {
   const char* op = "batch_norm_backward_bounds";
-  refs::check_batch_norm_shape(s, op);
-  refs::check_size(op, "x", x.size(), s.size());
-  refs::check_size(op, "dy", dy.size(), s.size());
+  ops::check_batch_norm_shape(s, op);
+  ops::check_size(op, "x", x.size(), s.size());
+  ops::check_size(op, "dy", dy.size(), s.size());
   for (auto [what, v] : {std::pair{"gamma", gamma}, std::pair{"mean", mean}, std::pair{"invstd", invstd}})
-    refs::check_size(op, what, v.size(), static_cast<std::size_t>(s.c));
+    ops::check_size(op, what, v.size(), static_cast<std::size_t>(s.c));
   require_values(x, policy.input, "x");
   require_values(dy, policy.input, "dy");
   require_values(gamma, policy.parameters, "gamma");
@@ -177,12 +177,12 @@ double batch_norm_gpu_dx_bound(const ChannelShape& s, std::span<const float> x, 
                                std::span<const float> invstd, std::span<const float> emu_dx,
                                std::span<const float> emu_dgamma, std::span<const float> emu_dbeta) {
   const char* op = "batch_norm_gpu_dx_bound";
-  refs::check_batch_norm_shape(s, op);
+  ops::check_batch_norm_shape(s, op);
   for (auto [what, v] : {std::pair{"x", x}, std::pair{"dy", dy}, std::pair{"emu_dx", emu_dx}})
-    refs::check_size(op, what, v.size(), s.size());
+    ops::check_size(op, what, v.size(), s.size());
   for (auto [what, v] : {std::pair{"gamma", gamma}, std::pair{"mean", mean}, std::pair{"invstd", invstd},
                          std::pair{"emu_dgamma", emu_dgamma}, std::pair{"emu_dbeta", emu_dbeta}})
-    refs::check_size(op, what, v.size(), static_cast<std::size_t>(s.c));
+    ops::check_size(op, what, v.size(), static_cast<std::size_t>(s.c));
   const formats::Format fp16 = formats::parse_format("fp16");
   const double u = fp16.unit_roundoff(), tiny = absolute_rounding(fp16);
   const double g_path = compare::gamma(6, 0x1p-24) + compare::gamma(5, 0x1p-53);

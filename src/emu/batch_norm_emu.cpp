@@ -8,7 +8,7 @@
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::emu {
 
@@ -21,7 +21,7 @@ double add_rounded(const formats::Format& f, double a, double b, Counters* count
 }
 
 void check_per_channel(const ChannelShape& s, const char* op, const char* what, std::size_t size) {
-  refs::check_size(op, what, size, static_cast<std::size_t>(s.c));
+  ops::check_size(op, what, size, static_cast<std::size_t>(s.c));
 }
 
 }  // namespace
@@ -31,9 +31,9 @@ void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<c
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var, const BatchNormPolicy& policy, CounterSet* counters) {
   const char* op = "batch_norm_emu";
-  refs::check_batch_norm_shape(s, op);
-  refs::check_size(op, "x", x.size(), s.size());
-  refs::check_size(op, "y", y.size(), s.size());
+  ops::check_batch_norm_shape(s, op);
+  ops::check_size(op, "x", x.size(), s.size());
+  ops::check_size(op, "y", y.size(), s.size());
   check_per_channel(s, op, "gamma", gamma.size());
   check_per_channel(s, op, "beta", beta.size());
   check_per_channel(s, op, "mean", mean.size());
@@ -97,10 +97,10 @@ void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, st
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta, const BatchNormPolicy& policy, CounterSet* counters) {
   const char* op = "batch_norm_backward_emu";
-  refs::check_batch_norm_shape(s, op);
-  refs::check_size(op, "x", x.size(), s.size());
-  refs::check_size(op, "dy", dy.size(), s.size());
-  refs::check_size(op, "dx", dx.size(), s.size());
+  ops::check_batch_norm_shape(s, op);
+  ops::check_size(op, "x", x.size(), s.size());
+  ops::check_size(op, "dy", dy.size(), s.size());
+  ops::check_size(op, "dx", dx.size(), s.size());
   check_per_channel(s, op, "gamma", gamma.size());
   check_per_channel(s, op, "mean", mean.size());
   check_per_channel(s, op, "invstd", invstd.size());

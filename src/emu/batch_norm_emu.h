@@ -36,12 +36,12 @@
 #include "emu/block_sum.h"
 #include "emu/counters.h"
 #include "formats/format.h"
-#include "refs/batch_norm_ref.h"
+#include "ops/batch_norm_params.h"
 
 namespace mpverify::emu {
 
-using refs::BatchNormParams;
-using refs::ChannelShape;
+using ops::BatchNormParams;
+using ops::ChannelShape;
 
 struct BatchNormPolicy {
   formats::Format input = formats::parse_format("fp16");       // x, dy

@@ -7,16 +7,16 @@
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::emu {
 
 void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y,
                   const BiasAddPolicy& policy, CounterSet* counters) {
   s.check_dims("bias_add_emu");
-  refs::check_size("bias_add_emu", "x", x.size(), s.size());
-  refs::check_size("bias_add_emu", "b", b.size(), static_cast<std::size_t>(s.c));
-  refs::check_size("bias_add_emu", "y", y.size(), s.size());
+  ops::check_size("bias_add_emu", "x", x.size(), s.size());
+  ops::check_size("bias_add_emu", "b", b.size(), static_cast<std::size_t>(s.c));
+  ops::check_size("bias_add_emu", "y", y.size(), s.size());
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "bias_add.x"));
   const std::vector<float> br = quantized_copy(b, policy.input, site_counters(counters, "bias_add.b"));
   Counters* out = site_counters(counters, "bias_add.y");
@@ -38,8 +38,8 @@ void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<con
 void bias_add_backward_emu(const ChannelShape& s, std::span<const float> dy, std::span<float> db,
                            const BiasAddPolicy& policy, CounterSet* counters) {
   s.check_dims("bias_add_backward_emu");
-  refs::check_size("bias_add_backward_emu", "dy", dy.size(), s.size());
-  refs::check_size("bias_add_backward_emu", "db", db.size(), static_cast<std::size_t>(s.c));
+  ops::check_size("bias_add_backward_emu", "dy", dy.size(), s.size());
+  ops::check_size("bias_add_backward_emu", "db", db.size(), static_cast<std::size_t>(s.c));
   check_lanes(policy.lanes);
   const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "bias_add_backward.dy"));
   Counters* acc = site_counters(counters, "bias_add_backward.accumulate");

@@ -13,11 +13,11 @@
 #include "emu/block_sum.h"
 #include "emu/counters.h"
 #include "formats/format.h"
-#include "refs/bias_add_ref.h"
+#include "ops/channel_shape.h"
 
 namespace mpverify::emu {
 
-using refs::ChannelShape;
+using ops::ChannelShape;
 
 struct BiasAddPolicy {
   formats::Format input = formats::parse_format("fp16");         // x, b, dy

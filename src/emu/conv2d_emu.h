@@ -41,11 +41,11 @@
 
 #include "emu/counters.h"
 #include "emu/gemm_emu.h"
-#include "refs/conv2d_ref.h"
+#include "ops/conv2d_shape.h"
 
 namespace mpverify::emu {
 
-using refs::Conv2dShape;
+using ops::Conv2dShape;
 
 void conv2d_forward_emu(const Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, const GemmPolicy& policy, CounterSet* counters = nullptr);

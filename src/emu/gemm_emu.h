@@ -9,11 +9,11 @@
 #include "emu/counters.h"
 #include "formats/format.h"
 #include "formats/rounding.h"
-#include "refs/gemm_ref.h"
+#include "ops/gemm_shape.h"
 
 namespace mpverify::emu {
 
-using refs::GemmShape;
+using ops::GemmShape;
 
 enum class Accumulation {
   // c <- fl32(c + a*b), one rounding per step (an fp32 FMA), k in order.

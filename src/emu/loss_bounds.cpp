@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/fp64_math.h"
+
 namespace mpverify::emu {
 
 namespace {
@@ -162,11 +164,11 @@ LossErrorBounds softmax_cross_entropy_bounds(const SoftmaxCrossEntropyShape& s, 
     }
   }
   if (backward) {
-    r.exact = refs::softmax_cross_entropy_backward_fp64(s, z, labels);
+    r.exact = ops::softmax_cross_entropy_backward_fp64(s, z, labels);
     return r;
   }
 
-  const double loss = refs::softmax_cross_entropy_fp64(s, z, labels);
+  const double loss = ops::softmax_cross_entropy_fp64(s, z, labels);
   const double input = sum_input / db;
   // Sum over the rows of the rounded view: at most b (loss + input), every
   // row value >= 0 (S^ >= 1 and max >= z[label]).
@@ -188,8 +190,8 @@ LossErrorBounds softmax_cross_entropy_bounds(const SoftmaxCrossEntropyShape& s, 
 
 LossErrorBounds mse_bounds(std::span<const float> y, std::span<const float> t, const LossPolicy& policy,
                            bool backward) {
-  refs::check_same_size("mse", "y", y.size(), "t", t.size());
-  refs::check_not_empty("mse", "y", y.size());
+  ops::check_same_size("mse", "y", y.size(), "t", t.size());
+  ops::check_not_empty("mse", "y", y.size());
   const double n = static_cast<double>(y.size());
   LossErrorBounds r;
   double sum_input = 0, max_d = 0;
@@ -215,7 +217,7 @@ LossErrorBounds mse_bounds(std::span<const float> y, std::span<const float> t, c
   }
   if (backward) return r;
 
-  const double loss = refs::mse_fp64(std::vector<double>(y.begin(), y.end()), std::vector<double>(t.begin(), t.end()));
+  const double loss = ops::mse_fp64(std::vector<double>(y.begin(), y.end()), std::vector<double>(t.begin(), t.end()));
   const double input = sum_input / n;
   const double squares = n * (loss + input);  // sum of (y_r - t)^2 on the rounded view
   // Emulator: each square in FP64 (three roundings), then the running sum.
@@ -236,9 +238,9 @@ LossErrorBounds mse_bounds(std::span<const float> y, std::span<const float> t, c
 
 LossErrorBounds bce_with_logits_bounds(std::span<const float> x, std::span<const float> t, const LossPolicy& policy,
                                        bool backward) {
-  refs::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
-  refs::check_not_empty("bce_with_logits", "x", x.size());
-  refs::check_probability_targets("bce_with_logits", t);
+  ops::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
+  ops::check_not_empty("bce_with_logits", "x", x.size());
+  ops::check_probability_targets("bce_with_logits", t);
   const double n = static_cast<double>(x.size());
   LossErrorBounds r;
   double sum_input = 0, sum_terms_r = 0, emu_terms = 0, gpu_terms = 0, sum_abs_x = 0;
@@ -248,7 +250,7 @@ LossErrorBounds bce_with_logits_bounds(std::span<const float> x, std::span<const
     const double x_r = std::fabs(xi) + delta;
     if (!backward) {
       // The term's derivative sigmoid(x) - t lies in [-1, 1].
-      const double term_r = refs::bce_with_logits_term_fp64(xi, ti) + delta;
+      const double term_r = ops::bce_with_logits_term_fp64(xi, ti) + delta;
       sum_input += delta;
       sum_terms_r += term_r;
       sum_abs_x += std::fabs(xi) + 1;
@@ -263,7 +265,7 @@ LossErrorBounds bce_with_logits_bounds(std::span<const float> x, std::span<const
       gpu_terms += (2 * kU32 * x_r + 0x1p-21 + kU32 * term_r) * (1 + 0x1p-20) + 2 * kExpfFloor;
       continue;
     }
-    const double sigma = refs::bce_with_logits_derivative_fp64(xi, 0.0);  // sigmoid(x)
+    const double sigma = ops::bce_with_logits_derivative_fp64(xi, 0.0);  // sigmoid(x)
     const double v = (sigma - ti) / n, input = delta / 4 / n, v_r = std::fabs(v) + input;  // |sigmoid'| <= 1/4
     const double sigma_r = sigma + delta / 4;
     r.exact.push_back(v);
@@ -281,7 +283,7 @@ LossErrorBounds bce_with_logits_bounds(std::span<const float> x, std::span<const
   if (backward) return r;
 
   const double loss =
-      refs::bce_with_logits_fp64(std::vector<double>(x.begin(), x.end()), std::vector<double>(t.begin(), t.end()));
+      ops::bce_with_logits_fp64(std::vector<double>(x.begin(), x.end()), std::vector<double>(t.begin(), t.end()));
   const double input = sum_input / n;
   const double emu_sum = emu_terms + sum_error(n, sum_terms_r + emu_terms, policy.accumulate);
   const double gpu_sum = gpu_terms + sum_error(n, sum_terms_r + gpu_terms, fp32());

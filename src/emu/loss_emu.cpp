@@ -9,6 +9,7 @@
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
+#include "ops/fp64_math.h"
 
 namespace mpverify::emu {
 
@@ -62,7 +63,7 @@ void softmax_cross_entropy_backward_emu(const SoftmaxCrossEntropyShape& s, std::
                                         std::span<const std::int32_t> labels, std::span<float> dlogits,
                                         const LossPolicy& policy, CounterSet* counters) {
   s.check(logits.size(), labels);
-  refs::check_same_size("softmax_cross_entropy_backward", "dlogits", dlogits.size(), "logits", logits.size());
+  ops::check_same_size("softmax_cross_entropy_backward", "dlogits", dlogits.size(), "logits", logits.size());
   constexpr std::string_view op = "softmax_cross_entropy_backward";
   const auto z = quantized_copy(logits, policy.input, site_counters(counters, site(op, "logits")));
   Counters* sum_exp = site_counters(counters, site(op, "sum_exp"));
@@ -80,8 +81,8 @@ void softmax_cross_entropy_backward_emu(const SoftmaxCrossEntropyShape& s, std::
 }
 
 float mse_emu(std::span<const float> y, std::span<const float> t, const LossPolicy& policy, CounterSet* counters) {
-  refs::check_same_size("mse", "y", y.size(), "t", t.size());
-  refs::check_not_empty("mse", "y", y.size());
+  ops::check_same_size("mse", "y", y.size(), "t", t.size());
+  ops::check_not_empty("mse", "y", y.size());
   const auto yr = quantized_copy(y, policy.input, site_counters(counters, "mse.y"));
   Accumulator sum(policy.accumulate, site_counters(counters, "mse.sum"));
   for (std::size_t i = 0; i < yr.size(); ++i) {
@@ -93,9 +94,9 @@ float mse_emu(std::span<const float> y, std::span<const float> t, const LossPoli
 
 void mse_backward_emu(std::span<const float> y, std::span<const float> t, std::span<float> dy,
                       const LossPolicy& policy, CounterSet* counters) {
-  refs::check_same_size("mse_backward", "y", y.size(), "t", t.size());
-  refs::check_same_size("mse_backward", "dy", dy.size(), "y", y.size());
-  refs::check_not_empty("mse_backward", "y", y.size());
+  ops::check_same_size("mse_backward", "y", y.size(), "t", t.size());
+  ops::check_same_size("mse_backward", "dy", dy.size(), "y", y.size());
+  ops::check_not_empty("mse_backward", "y", y.size());
   const auto yr = quantized_copy(y, policy.input, site_counters(counters, "mse_backward.y"));
   const auto n = static_cast<double>(yr.size());
   std::vector<double> exact(yr.size());
@@ -105,25 +106,25 @@ void mse_backward_emu(std::span<const float> y, std::span<const float> t, std::s
 
 float bce_with_logits_emu(std::span<const float> x, std::span<const float> t, const LossPolicy& policy,
                           CounterSet* counters) {
-  refs::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
-  refs::check_not_empty("bce_with_logits", "x", x.size());
-  refs::check_probability_targets("bce_with_logits", t);
+  ops::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
+  ops::check_not_empty("bce_with_logits", "x", x.size());
+  ops::check_probability_targets("bce_with_logits", t);
   const auto xr = quantized_copy(x, policy.input, site_counters(counters, "bce_with_logits.x"));
   Accumulator sum(policy.accumulate, site_counters(counters, "bce_with_logits.sum"));
-  for (std::size_t i = 0; i < xr.size(); ++i) sum.add(refs::bce_with_logits_term_fp64(xr[i], t[i]));
+  for (std::size_t i = 0; i < xr.size(); ++i) sum.add(ops::bce_with_logits_term_fp64(xr[i], t[i]));
   return mean_to_fp32(sum.value(), xr.size(), site_counters(counters, "bce_with_logits.loss"));
 }
 
 void bce_with_logits_backward_emu(std::span<const float> x, std::span<const float> t, std::span<float> dx,
                                   const LossPolicy& policy, CounterSet* counters) {
-  refs::check_same_size("bce_with_logits_backward", "x", x.size(), "t", t.size());
-  refs::check_same_size("bce_with_logits_backward", "dx", dx.size(), "x", x.size());
-  refs::check_not_empty("bce_with_logits_backward", "x", x.size());
-  refs::check_probability_targets("bce_with_logits_backward", t);
+  ops::check_same_size("bce_with_logits_backward", "x", x.size(), "t", t.size());
+  ops::check_same_size("bce_with_logits_backward", "dx", dx.size(), "x", x.size());
+  ops::check_not_empty("bce_with_logits_backward", "x", x.size());
+  ops::check_probability_targets("bce_with_logits_backward", t);
   const auto xr = quantized_copy(x, policy.input, site_counters(counters, "bce_with_logits_backward.x"));
   const auto n = static_cast<double>(xr.size());
   std::vector<double> exact(xr.size());
-  for (std::size_t i = 0; i < xr.size(); ++i) exact[i] = refs::bce_with_logits_derivative_fp64(xr[i], t[i]) / n;
+  for (std::size_t i = 0; i < xr.size(); ++i) exact[i] = ops::bce_with_logits_derivative_fp64(xr[i], t[i]) / n;
   round_values(exact, dx, policy.output, site_counters(counters, "bce_with_logits_backward.dx"));
 }
 

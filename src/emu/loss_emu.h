@@ -30,11 +30,11 @@
 
 #include "emu/counters.h"
 #include "formats/format.h"
-#include "refs/loss_ref.h"
+#include "ops/loss_checks.h"
 
 namespace mpverify::emu {
 
-using refs::SoftmaxCrossEntropyShape;
+using ops::SoftmaxCrossEntropyShape;
 
 struct LossPolicy {
   formats::Format input = formats::parse_format("fp16");       // logits / predictions

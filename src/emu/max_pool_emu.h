@@ -1,4 +1,4 @@
-// Emulated 2D max pooling (semantics in refs/max_pool_ref.h):
+// Emulated 2D max pooling (semantics in ops/max_pool_argmax.h):
 //  forward  x rounded to the input format, the winner of each window selected
 //           (exact), then rounded to the output format (exact when the output
 //           format holds the input format's values: rounding is monotonic, so
@@ -16,11 +16,11 @@
 
 #include "emu/counters.h"
 #include "formats/format.h"
-#include "refs/max_pool_ref.h"
+#include "ops/pool_shape.h"
 
 namespace mpverify::emu {
 
-using refs::PoolShape;
+using ops::PoolShape;
 
 struct MaxPoolPolicy {
   formats::Format input = formats::parse_format("fp16");         // x, dy

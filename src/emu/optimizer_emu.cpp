@@ -9,6 +9,7 @@
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
+#include "ops/lerp.h"
 
 // The fp32 arithmetic here is the reference's (refs/optimizer_ref.cpp):
 // plain float operations, never contracted (-ffp-contract=off everywhere), so
@@ -53,7 +54,7 @@ void check_update_size(std::span<float> update, std::size_t n) {
 void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters,
                   std::span<float> update) {
-  refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
+  ops::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
   check_update_size(update, w.size());
   quantize(w, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.w"));
   const std::vector<float> gr = quantized_copy(g, policy.grad, site_counters(counters, "sgd.grad"));
@@ -78,9 +79,9 @@ void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std
 void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
                    std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters,
                    std::span<float> update) {
-  refs::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
+  ops::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
   check_update_size(update, w.size());
-  const refs::AdamScalars s = refs::adam_scalars(p, step);
+  const ops::AdamScalars s = ops::adam_scalars(p, step);
   const float wd = static_cast<float>(p.weight_decay), a = static_cast<float>(s.lerp_weight),
               beta2 = static_cast<float>(p.beta2), c2 = static_cast<float>(s.one_minus_beta2),
               bc2 = static_cast<float>(s.bias_correction2_sqrt), eps = static_cast<float>(p.eps),
@@ -93,7 +94,7 @@ void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, s
   std::vector<float> m_new(n), v_new(n), u(n);
   for (std::size_t i = 0; i < n; ++i) {
     const float grad = p.weight_decay != 0 && !p.adamw ? gr[i] + wd * w[i] : gr[i];
-    m_new[i] = refs::lerp_fp32(m[i], grad, a);
+    m_new[i] = ops::lerp_fp32(m[i], grad, a);
     v_new[i] = beta2 * v[i] + (c2 * grad) * grad;
   }
   quantize(m_new, m, QuantizeSpec{policy.state}, site_counters(counters, "adam.m"));

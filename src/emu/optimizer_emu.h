@@ -40,12 +40,12 @@
 
 #include "emu/counters.h"
 #include "formats/format.h"
-#include "refs/optimizer_ref.h"
+#include "ops/optimizer_params.h"
 
 namespace mpverify::emu {
 
-using refs::AdamParams;
-using refs::SgdParams;
+using ops::AdamParams;
+using ops::SgdParams;
 
 struct OptimizerPolicy {
   formats::Format weights = formats::parse_format("fp32");

@@ -20,8 +20,8 @@ using formats::RoundingContext;
 namespace {
 
 bool is_fp16(const Format& f) {
-  return f.exponent_bits == 5 && f.mantissa_bits == 10 && f.bias == 15 && f.subnormals &&
-         f.encoding == formats::Encoding::ieee && f.overflow == formats::Overflow::ieee;
+  static const Format fp16 = formats::parse_format("fp16");
+  return formats::same_encoding(f, fp16);
 }
 
 bool simd_eligible(const QuantizeSpec& s) {

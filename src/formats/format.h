@@ -81,6 +81,12 @@ struct Format {
   friend bool operator==(const Format&, const Format&) = default;
 };
 
+// Whether the same bits mean the same values in a and b, and the same results
+// come out of the same operations: the same exponent and fraction widths,
+// bias, subnormal handling, infinity/NaN encoding and overflow policy. The
+// name is not looked at (operator== compares it too): a custom e5m10 is fp16.
+bool same_encoding(const Format& a, const Format& b);
+
 // Named presets: fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz,
 // fp8-e5m2fnuz.
 const std::vector<Format>& presets();

@@ -12,7 +12,7 @@ namespace mpverify::gpu {
 
 namespace {
 
-using refs::Activation;
+using ops::Activation;
 
 __device__ float forward(Activation kind, float slope, float x) {
   switch (kind) {
@@ -28,7 +28,7 @@ __device__ float derivative(Activation kind, float slope, float x) {
   switch (kind) {
     case Activation::relu: return x > 0.0f ? 1.0f : 0.0f;
     case Activation::leaky_relu: return x > 0.0f ? 1.0f : slope;
-    // The forms of refs::activation_derivative_fp64, in which nothing
+    // The forms of ops::activation_derivative_fp64, in which nothing
     // cancels (1 - tanhf(x)^2 in float is hundreds of fp16 ulps off at x = 8).
     case Activation::tanh: {
       const float e = expf(-2.0f * fabsf(x));
@@ -67,7 +67,7 @@ void require_device(std::size_t a, std::size_t b) {
 
 }  // namespace
 
-void activation_gpu(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y) {
+void activation_gpu(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y) {
   require_device(x.size(), y.size());
   DeviceFloats dx(x.size()), dy(y.size());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
@@ -77,7 +77,7 @@ void activation_gpu(const refs::ActivationParams& p, std::span<const float> x, s
   MPVERIFY_CUDA_CHECK(cudaMemcpy(y.data(), dy.get(), y.size_bytes(), cudaMemcpyDeviceToHost));
 }
 
-void activation_backward_gpu(const refs::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
+void activation_backward_gpu(const ops::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
                              std::span<float> dx) {
   require_device(x.size(), dy.size());
   require_device(x.size(), dx.size());

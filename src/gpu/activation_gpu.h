@@ -6,13 +6,13 @@
 
 #include <span>
 
-#include "refs/activation_ref.h"
+#include "ops/activation_params.h"
 
 namespace mpverify::gpu {
 
 // Throws std::runtime_error with gpu_unavailable_reason() without a device.
-void activation_gpu(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y);
-void activation_backward_gpu(const refs::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
+void activation_gpu(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y);
+void activation_backward_gpu(const ops::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
                              std::span<float> dx);
 
 }  // namespace mpverify::gpu

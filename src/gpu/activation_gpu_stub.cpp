@@ -7,11 +7,11 @@
 
 namespace mpverify::gpu {
 
-void activation_gpu(const refs::ActivationParams&, std::span<const float>, std::span<float>) {
+void activation_gpu(const ops::ActivationParams&, std::span<const float>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void activation_backward_gpu(const refs::ActivationParams&, std::span<const float>, std::span<const float>,
+void activation_backward_gpu(const ops::ActivationParams&, std::span<const float>, std::span<const float>,
                              std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }

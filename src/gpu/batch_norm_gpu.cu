@@ -9,7 +9,7 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::gpu {
 
@@ -115,21 +115,21 @@ void download(std::span<float> to, const DeviceFloats& from) {
 
 }  // namespace
 
-void batch_norm_gpu(const refs::ChannelShape& s, const refs::BatchNormParams& p, std::span<const float> x,
+void batch_norm_gpu(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                     std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var) {
   const char* op = "batch_norm_gpu";
-  refs::check_batch_norm_shape(s, op);
+  ops::check_batch_norm_shape(s, op);
   const auto c = static_cast<std::size_t>(s.c);
-  refs::check_size(op, "x", x.size(), s.size());
-  refs::check_size(op, "y", y.size(), s.size());
-  refs::check_size(op, "gamma", gamma.size(), c);
-  refs::check_size(op, "beta", beta.size(), c);
-  refs::check_size(op, "mean", mean.size(), c);
-  refs::check_size(op, "invstd", invstd.size(), c);
-  refs::check_size(op, "running_mean", running_mean.size(), c);
-  refs::check_size(op, "running_var", running_var.size(), c);
+  ops::check_size(op, "x", x.size(), s.size());
+  ops::check_size(op, "y", y.size(), s.size());
+  ops::check_size(op, "gamma", gamma.size(), c);
+  ops::check_size(op, "beta", beta.size(), c);
+  ops::check_size(op, "mean", mean.size(), c);
+  ops::check_size(op, "invstd", invstd.size(), c);
+  ops::check_size(op, "running_mean", running_mean.size(), c);
+  ops::check_size(op, "running_var", running_var.size(), c);
   require_device();
   DeviceFloats d_x(x.size()), d_gamma(c), d_beta(c), d_y(y.size()), d_mean(c), d_invstd(c), d_rm(c), d_rv(c);
   upload(d_x, x);
@@ -149,21 +149,21 @@ void batch_norm_gpu(const refs::ChannelShape& s, const refs::BatchNormParams& p,
   download(running_var, d_rv);
 }
 
-void batch_norm_backward_gpu(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void batch_norm_backward_gpu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                              std::span<const float> gamma, std::span<const float> mean,
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta) {
   const char* op = "batch_norm_backward_gpu";
-  refs::check_batch_norm_shape(s, op);
+  ops::check_batch_norm_shape(s, op);
   const auto c = static_cast<std::size_t>(s.c);
-  refs::check_size(op, "x", x.size(), s.size());
-  refs::check_size(op, "dy", dy.size(), s.size());
-  refs::check_size(op, "dx", dx.size(), s.size());
-  refs::check_size(op, "gamma", gamma.size(), c);
-  refs::check_size(op, "mean", mean.size(), c);
-  refs::check_size(op, "invstd", invstd.size(), c);
-  refs::check_size(op, "dgamma", dgamma.size(), c);
-  refs::check_size(op, "dbeta", dbeta.size(), c);
+  ops::check_size(op, "x", x.size(), s.size());
+  ops::check_size(op, "dy", dy.size(), s.size());
+  ops::check_size(op, "dx", dx.size(), s.size());
+  ops::check_size(op, "gamma", gamma.size(), c);
+  ops::check_size(op, "mean", mean.size(), c);
+  ops::check_size(op, "invstd", invstd.size(), c);
+  ops::check_size(op, "dgamma", dgamma.size(), c);
+  ops::check_size(op, "dbeta", dbeta.size(), c);
   require_device();
   DeviceFloats d_x(x.size()), d_dy(dy.size()), d_gamma(c), d_mean(c), d_invstd(c), d_dx(dx.size()), d_dgamma(c),
       d_dbeta(c);

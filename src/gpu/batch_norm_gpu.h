@@ -15,16 +15,16 @@
 
 #include <span>
 
-#include "refs/batch_norm_ref.h"
+#include "ops/batch_norm_params.h"
 
 namespace mpverify::gpu {
 
 // Throw std::runtime_error with gpu_unavailable_reason() without a device.
-void batch_norm_gpu(const refs::ChannelShape& s, const refs::BatchNormParams& p, std::span<const float> x,
+void batch_norm_gpu(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                     std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var);
-void batch_norm_backward_gpu(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void batch_norm_backward_gpu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                              std::span<const float> gamma, std::span<const float> mean,
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta);

@@ -7,13 +7,13 @@
 
 namespace mpverify::gpu {
 
-void batch_norm_gpu(const refs::ChannelShape&, const refs::BatchNormParams&, std::span<const float>,
+void batch_norm_gpu(const ops::ChannelShape&, const ops::BatchNormParams&, std::span<const float>,
                     std::span<const float>, std::span<const float>, std::span<float>, std::span<float>,
                     std::span<float>, std::span<float>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void batch_norm_backward_gpu(const refs::ChannelShape&, std::span<const float>, std::span<const float>,
+void batch_norm_backward_gpu(const ops::ChannelShape&, std::span<const float>, std::span<const float>,
                              std::span<const float>, std::span<const float>, std::span<const float>,
                              std::span<float>, std::span<float>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());

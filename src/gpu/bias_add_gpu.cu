@@ -9,7 +9,7 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::gpu {
 
@@ -48,11 +48,11 @@ void require_device() {
 
 }  // namespace
 
-void bias_add_gpu(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y) {
+void bias_add_gpu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y) {
   s.check_dims("bias_add_gpu");
-  refs::check_size("bias_add_gpu", "x", x.size(), s.size());
-  refs::check_size("bias_add_gpu", "b", b.size(), static_cast<std::size_t>(s.c));
-  refs::check_size("bias_add_gpu", "y", y.size(), s.size());
+  ops::check_size("bias_add_gpu", "x", x.size(), s.size());
+  ops::check_size("bias_add_gpu", "b", b.size(), static_cast<std::size_t>(s.c));
+  ops::check_size("bias_add_gpu", "y", y.size(), s.size());
   require_device();
   DeviceFloats d_x(x.size()), d_b(b.size()), d_y(y.size());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
@@ -63,10 +63,10 @@ void bias_add_gpu(const refs::ChannelShape& s, std::span<const float> x, std::sp
   MPVERIFY_CUDA_CHECK(cudaMemcpy(y.data(), d_y.get(), y.size_bytes(), cudaMemcpyDeviceToHost));
 }
 
-void bias_add_backward_gpu(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db) {
+void bias_add_backward_gpu(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db) {
   s.check_dims("bias_add_backward_gpu");
-  refs::check_size("bias_add_backward_gpu", "dy", dy.size(), s.size());
-  refs::check_size("bias_add_backward_gpu", "db", db.size(), static_cast<std::size_t>(s.c));
+  ops::check_size("bias_add_backward_gpu", "dy", dy.size(), s.size());
+  ops::check_size("bias_add_backward_gpu", "db", db.size(), static_cast<std::size_t>(s.c));
   require_device();
   DeviceFloats d_dy(dy.size()), d_db(db.size());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(d_dy.get(), dy.data(), dy.size_bytes(), cudaMemcpyHostToDevice));

@@ -8,12 +8,12 @@
 
 #include <span>
 
-#include "refs/bias_add_ref.h"
+#include "ops/channel_shape.h"
 
 namespace mpverify::gpu {
 
 // Throw std::runtime_error with gpu_unavailable_reason() without a device.
-void bias_add_gpu(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y);
-void bias_add_backward_gpu(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db);
+void bias_add_gpu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y);
+void bias_add_backward_gpu(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db);
 
 }  // namespace mpverify::gpu

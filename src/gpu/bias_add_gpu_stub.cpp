@@ -7,11 +7,11 @@
 
 namespace mpverify::gpu {
 
-void bias_add_gpu(const refs::ChannelShape&, std::span<const float>, std::span<const float>, std::span<float>) {
+void bias_add_gpu(const ops::ChannelShape&, std::span<const float>, std::span<const float>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void bias_add_backward_gpu(const refs::ChannelShape&, std::span<const float>, std::span<float>) {
+void bias_add_backward_gpu(const ops::ChannelShape&, std::span<const float>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 

@@ -10,11 +10,11 @@
 #include <span>
 #include <string_view>
 
-#include "refs/conv2d_ref.h"
+#include "ops/conv2d_shape.h"
 
 namespace mpverify::gpu {
 
-using refs::Conv2dShape;
+using ops::Conv2dShape;
 
 enum class ConvCompute {
   fp32,                  // fp32 tensors, fp32 compute, CUDNN_FMA_MATH: no TF32

@@ -6,11 +6,11 @@
 #include <span>
 #include <string_view>
 
-#include "refs/gemm_ref.h"
+#include "ops/gemm_shape.h"
 
 namespace mpverify::gpu {
 
-using refs::GemmShape;
+using ops::GemmShape;
 
 enum class GemmCompute {
   fp32_pedantic,      // fp32 inputs, CUBLAS_COMPUTE_32F_PEDANTIC: SIMT, no tensor cores

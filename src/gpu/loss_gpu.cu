@@ -146,7 +146,7 @@ unsigned elementwise_blocks(std::size_t n) { return static_cast<unsigned>((n + k
 
 }  // namespace
 
-float softmax_cross_entropy_gpu(const refs::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float softmax_cross_entropy_gpu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                 std::span<const std::int32_t> labels) {
   s.check(logits.size(), labels);
   require_device();
@@ -159,10 +159,10 @@ float softmax_cross_entropy_gpu(const refs::SoftmaxCrossEntropyShape& s, std::sp
   return mean_on_device(rows.get(), nullptr, labels.size(), RowLoss{});
 }
 
-void softmax_cross_entropy_backward_gpu(const refs::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void softmax_cross_entropy_backward_gpu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, std::span<float> dlogits) {
   s.check(logits.size(), labels);
-  refs::check_same_size("softmax_cross_entropy_backward", "dlogits", dlogits.size(), "logits", logits.size());
+  ops::check_same_size("softmax_cross_entropy_backward", "dlogits", dlogits.size(), "logits", logits.size());
   require_device();
   const DeviceArray<float> d_logits(logits);
   const DeviceArray<std::int32_t> d_labels(labels);
@@ -174,17 +174,17 @@ void softmax_cross_entropy_backward_gpu(const refs::SoftmaxCrossEntropyShape& s,
 }
 
 float mse_gpu(std::span<const float> y, std::span<const float> t) {
-  refs::check_same_size("mse", "y", y.size(), "t", t.size());
-  refs::check_not_empty("mse", "y", y.size());
+  ops::check_same_size("mse", "y", y.size(), "t", t.size());
+  ops::check_not_empty("mse", "y", y.size());
   require_device();
   const DeviceArray<float> d_y(y), d_t(t);
   return mean_on_device(d_y.get(), d_t.get(), y.size(), SquaredError{});
 }
 
 void mse_backward_gpu(std::span<const float> y, std::span<const float> t, std::span<float> dy) {
-  refs::check_same_size("mse_backward", "y", y.size(), "t", t.size());
-  refs::check_same_size("mse_backward", "dy", dy.size(), "y", y.size());
-  refs::check_not_empty("mse_backward", "y", y.size());
+  ops::check_same_size("mse_backward", "y", y.size(), "t", t.size());
+  ops::check_same_size("mse_backward", "dy", dy.size(), "y", y.size());
+  ops::check_not_empty("mse_backward", "y", y.size());
   require_device();
   const DeviceArray<float> d_y(y), d_t(t);
   DeviceArray<float> d_out(dy.size());
@@ -194,19 +194,19 @@ void mse_backward_gpu(std::span<const float> y, std::span<const float> t, std::s
 }
 
 float bce_with_logits_gpu(std::span<const float> x, std::span<const float> t) {
-  refs::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
-  refs::check_not_empty("bce_with_logits", "x", x.size());
-  refs::check_probability_targets("bce_with_logits", t);
+  ops::check_same_size("bce_with_logits", "x", x.size(), "t", t.size());
+  ops::check_not_empty("bce_with_logits", "x", x.size());
+  ops::check_probability_targets("bce_with_logits", t);
   require_device();
   const DeviceArray<float> d_x(x), d_t(t);
   return mean_on_device(d_x.get(), d_t.get(), x.size(), BceTerm{});
 }
 
 void bce_with_logits_backward_gpu(std::span<const float> x, std::span<const float> t, std::span<float> dx) {
-  refs::check_same_size("bce_with_logits_backward", "x", x.size(), "t", t.size());
-  refs::check_same_size("bce_with_logits_backward", "dx", dx.size(), "x", x.size());
-  refs::check_not_empty("bce_with_logits_backward", "x", x.size());
-  refs::check_probability_targets("bce_with_logits_backward", t);
+  ops::check_same_size("bce_with_logits_backward", "x", x.size(), "t", t.size());
+  ops::check_same_size("bce_with_logits_backward", "dx", dx.size(), "x", x.size());
+  ops::check_not_empty("bce_with_logits_backward", "x", x.size());
+  ops::check_probability_targets("bce_with_logits_backward", t);
   require_device();
   const DeviceArray<float> d_x(x), d_t(t);
   DeviceArray<float> d_out(dx.size());

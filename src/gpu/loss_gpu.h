@@ -11,14 +11,14 @@
 #include <cstdint>
 #include <span>
 
-#include "refs/loss_ref.h"
+#include "ops/loss_checks.h"
 
 namespace mpverify::gpu {
 
 // Each throws std::runtime_error with gpu_unavailable_reason() without a device.
-float softmax_cross_entropy_gpu(const refs::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float softmax_cross_entropy_gpu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                 std::span<const std::int32_t> labels);
-void softmax_cross_entropy_backward_gpu(const refs::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void softmax_cross_entropy_backward_gpu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, std::span<float> dlogits);
 float mse_gpu(std::span<const float> y, std::span<const float> t);
 void mse_backward_gpu(std::span<const float> y, std::span<const float> t, std::span<float> dy);

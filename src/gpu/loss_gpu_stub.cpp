@@ -7,12 +7,12 @@
 
 namespace mpverify::gpu {
 
-float softmax_cross_entropy_gpu(const refs::SoftmaxCrossEntropyShape&, std::span<const float>,
+float softmax_cross_entropy_gpu(const ops::SoftmaxCrossEntropyShape&, std::span<const float>,
                                 std::span<const std::int32_t>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void softmax_cross_entropy_backward_gpu(const refs::SoftmaxCrossEntropyShape&, std::span<const float>,
+void softmax_cross_entropy_backward_gpu(const ops::SoftmaxCrossEntropyShape&, std::span<const float>,
                                         std::span<const std::int32_t>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }

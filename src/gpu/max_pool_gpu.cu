@@ -7,7 +7,7 @@
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
 #include "gpu/max_pool_gpu.h"
-#include "refs/size_check.h"
+#include "ops/size_check.h"
 
 namespace mpverify::gpu {
 
@@ -22,7 +22,7 @@ struct Dims {
   int n, c, h, w, r, s, stride, pad, out_h, out_w;
 };
 
-Dims dims_of(const refs::PoolShape& p) {
+Dims dims_of(const ops::PoolShape& p) {
   return {p.n, p.c, p.h, p.w, p.r, p.s, p.stride, p.pad, p.out_h(), p.out_w()};
 }
 
@@ -86,10 +86,10 @@ unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + 255) / 25
 
 }  // namespace
 
-void max_pool_gpu(const refs::PoolShape& p, std::span<const float> x, std::span<float> y) {
+void max_pool_gpu(const ops::PoolShape& p, std::span<const float> x, std::span<float> y) {
   p.check_dims("max_pool_gpu");
-  refs::check_size("max_pool_gpu", "x", x.size(), p.x_size());
-  refs::check_size("max_pool_gpu", "y", y.size(), p.y_size());
+  ops::check_size("max_pool_gpu", "x", x.size(), p.x_size());
+  ops::check_size("max_pool_gpu", "y", y.size(), p.y_size());
   require_device();
   DeviceFloats d_x(x.size()), d_y(y.size());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
@@ -98,12 +98,12 @@ void max_pool_gpu(const refs::PoolShape& p, std::span<const float> x, std::span<
   MPVERIFY_CUDA_CHECK(cudaMemcpy(y.data(), d_y.get(), y.size_bytes(), cudaMemcpyDeviceToHost));
 }
 
-void max_pool_backward_gpu(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void max_pool_backward_gpu(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                            std::span<float> dx) {
   p.check_dims("max_pool_backward_gpu");
-  refs::check_size("max_pool_backward_gpu", "x", x.size(), p.x_size());
-  refs::check_size("max_pool_backward_gpu", "dy", dy.size(), p.y_size());
-  refs::check_size("max_pool_backward_gpu", "dx", dx.size(), p.x_size());
+  ops::check_size("max_pool_backward_gpu", "x", x.size(), p.x_size());
+  ops::check_size("max_pool_backward_gpu", "dy", dy.size(), p.y_size());
+  ops::check_size("max_pool_backward_gpu", "dx", dx.size(), p.x_size());
   require_device();
   DeviceFloats d_x(x.size()), d_dy(dy.size()), d_dx(dx.size());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice));

@@ -7,11 +7,11 @@
 
 namespace mpverify::gpu {
 
-void max_pool_gpu(const refs::PoolShape&, std::span<const float>, std::span<float>) {
+void max_pool_gpu(const ops::PoolShape&, std::span<const float>, std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void max_pool_backward_gpu(const refs::PoolShape&, std::span<const float>, std::span<const float>,
+void max_pool_backward_gpu(const ops::PoolShape&, std::span<const float>, std::span<const float>,
                            std::span<float>) {
   throw std::runtime_error(gpu_unavailable_reason());
 }

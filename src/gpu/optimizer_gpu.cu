@@ -126,9 +126,9 @@ void require_device() {
 
 }  // namespace
 
-void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void sgd_step_gpu(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g, const OptimizerStorage& storage, std::span<float> update) {
-  refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
+  ops::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
   check_update_size(update, w.size());
   require_device();
   const std::size_t n = w.size();
@@ -149,14 +149,14 @@ void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> 
   if (!update.empty()) download(update, d_u);
 }
 
-void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void adam_step_gpu(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                    std::span<float> v, std::span<const float> g, const OptimizerStorage& storage,
                    std::span<float> update) {
-  refs::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
+  ops::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
   check_update_size(update, w.size());
   require_device();
   const std::size_t n = w.size();
-  const refs::AdamScalars s = refs::adam_scalars(p, step);
+  const ops::AdamScalars s = ops::adam_scalars(p, step);
   const AdamConstants c{static_cast<float>(p.weight_decay),
                         static_cast<float>(s.decay_factor),
                         static_cast<float>(s.lerp_weight),

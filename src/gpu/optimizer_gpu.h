@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "refs/optimizer_ref.h"
+#include "ops/optimizer_params.h"
 
 namespace mpverify::gpu {
 
@@ -39,9 +39,9 @@ struct OptimizerStorage {
 // trainer's lost-update statistics read it).
 // Throws std::invalid_argument on size mismatch (as the reference), then
 // std::runtime_error with gpu_unavailable_reason() without a device.
-void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void sgd_step_gpu(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g, const OptimizerStorage& storage = {}, std::span<float> update = {});
-void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void adam_step_gpu(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                    std::span<float> v, std::span<const float> g, const OptimizerStorage& storage = {},
                    std::span<float> update = {});
 // The size check behind `update` (the CUDA build's and the stubs').

@@ -8,17 +8,17 @@
 
 namespace mpverify::gpu {
 
-void sgd_step_gpu(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void sgd_step_gpu(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g, const OptimizerStorage&, std::span<float> update) {
-  refs::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
+  ops::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
   check_update_size(update, w.size());
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void adam_step_gpu(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void adam_step_gpu(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                    std::span<float> v, std::span<const float> g, const OptimizerStorage&,
                    std::span<float> update) {
-  refs::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
+  ops::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
   check_update_size(update, w.size());
   throw std::runtime_error(gpu_unavailable_reason());
 }

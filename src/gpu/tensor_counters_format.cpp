@@ -6,15 +6,6 @@
 
 namespace mpverify::gpu {
 
-namespace {
-
-bool same_fields(const formats::Format& a, const formats::Format& b) {
-  return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
-         a.subnormals == b.subnormals && a.encoding == b.encoding && a.overflow == b.overflow;
-}
-
-}  // namespace
-
 DeviceFormat device_format(const formats::Format& f) {
   static const struct {
     const char* preset;
@@ -24,7 +15,7 @@ DeviceFormat device_format(const formats::Format& f) {
                    {"fp8-e4m3", DeviceFormat::fp8_e4m3},
                    {"fp8-e5m2", DeviceFormat::fp8_e5m2}};
   for (const auto& s : supported)
-    if (same_fields(f, formats::parse_format(s.preset))) return s.device;
+    if (formats::same_encoding(f, formats::parse_format(s.preset))) return s.device;
   std::string message = "device counters: format '";
   message += f.name;
   message += "' is not supported; supported: ";

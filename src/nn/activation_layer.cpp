@@ -5,7 +5,7 @@
 
 namespace mpverify::nn {
 
-ActivationLayer::ActivationLayer(std::string name, refs::ActivationParams params)
+ActivationLayer::ActivationLayer(std::string name, ops::ActivationParams params)
     : Layer(std::move(name)), params_(params) {}
 
 Tensor ActivationLayer::forward(Context& ctx, const Tensor& x) {

@@ -11,13 +11,13 @@ namespace mpverify::nn {
 
 class ActivationLayer final : public Layer {
  public:
-  ActivationLayer(std::string name, refs::ActivationParams params);
+  ActivationLayer(std::string name, ops::ActivationParams params);
   Tensor forward(Context& ctx, const Tensor& x) override;
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx) override;
-  const refs::ActivationParams& params() const { return params_; }
+  const ops::ActivationParams& params() const { return params_; }
 
  private:
-  refs::ActivationParams params_;
+  ops::ActivationParams params_;
   Tensor x_;  // the last forward's input, for backward
 };
 

@@ -55,29 +55,29 @@ class Backend {
                                       std::span<const float> dy, std::span<float> dw, const emu::GemmPolicy& policy,
                                       emu::CounterSet* counters) = 0;
 
-  virtual void bias_add(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b,
+  virtual void bias_add(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b,
                         std::span<float> y, const emu::BiasAddPolicy& policy, emu::CounterSet* counters) = 0;
-  virtual void bias_add_backward(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db,
+  virtual void bias_add_backward(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                                  const emu::BiasAddPolicy& policy, emu::CounterSet* counters) = 0;
 
-  virtual void activation(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y,
+  virtual void activation(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                           const emu::ElementwisePolicy& policy, emu::CounterSet* counters) = 0;
-  virtual void activation_backward(const refs::ActivationParams& p, std::span<const float> x,
+  virtual void activation_backward(const ops::ActivationParams& p, std::span<const float> x,
                                    std::span<const float> dy, std::span<float> dx,
                                    const emu::ElementwisePolicy& policy, emu::CounterSet* counters) = 0;
 
-  virtual void max_pool(const refs::PoolShape& p, std::span<const float> x, std::span<float> y,
+  virtual void max_pool(const ops::PoolShape& p, std::span<const float> x, std::span<float> y,
                         const emu::MaxPoolPolicy& policy, emu::CounterSet* counters) = 0;
-  virtual void max_pool_backward(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
+  virtual void max_pool_backward(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                                  std::span<float> dx, const emu::MaxPoolPolicy& policy,
                                  emu::CounterSet* counters) = 0;
 
-  virtual void batch_norm(const refs::ChannelShape& s, const refs::BatchNormParams& p, std::span<const float> x,
+  virtual void batch_norm(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                           std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                           std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                           std::span<float> running_var, const emu::BatchNormPolicy& policy,
                           emu::CounterSet* counters) = 0;
-  virtual void batch_norm_backward(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+  virtual void batch_norm_backward(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                                    std::span<const float> gamma, std::span<const float> mean,
                                    std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                                    std::span<float> dbeta, const emu::BatchNormPolicy& policy,
@@ -98,10 +98,10 @@ class Backend {
 
   // One optimizer step on the master weights w; `update` (same size as w, or
   // empty) receives each element's update u, the value added to w.
-  virtual void sgd_step(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+  virtual void sgd_step(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                         std::span<const float> g, const emu::OptimizerPolicy& policy, emu::CounterSet* counters,
                         std::span<float> update) = 0;
-  virtual void adam_step(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+  virtual void adam_step(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                          std::span<float> v, std::span<const float> g, const emu::OptimizerPolicy& policy,
                          emu::CounterSet* counters, std::span<float> update) = 0;
 };

@@ -10,7 +10,7 @@
 
 namespace mpverify::nn {
 
-BatchNorm2d::BatchNorm2d(std::string name, int channels, refs::BatchNormParams params)
+BatchNorm2d::BatchNorm2d(std::string name, int channels, ops::BatchNormParams params)
     : Layer(std::move(name)), channels_(channels), params_(params) {
   if (channels_ < 1) {
     std::string message = "BatchNorm2d ";
@@ -68,7 +68,7 @@ Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
     ctx.store(name(), "y", Role::activation, y.span());
     return y;
   }
-  refs::check_batch_norm_shape(x.channels(), name().c_str());
+  ops::check_batch_norm_shape(x.channels(), name().c_str());
   x_ = x;
   ctx.backend().batch_norm(x.channels(), params_, x.span(), gamma_.value, beta_.value, y.span(), mean_, invstd_,
                            running_mean_, running_var_, batch_norm_policy(ctx.precision()), ctx.counters());

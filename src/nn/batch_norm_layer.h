@@ -30,11 +30,11 @@ namespace mpverify::nn {
 
 class BatchNorm2d final : public Layer {
  public:
-  BatchNorm2d(std::string name, int channels, refs::BatchNormParams params = {});
+  BatchNorm2d(std::string name, int channels, ops::BatchNormParams params = {});
   Tensor forward(Context& ctx, const Tensor& x) override;
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx) override;
   std::vector<Parameter*> parameters() override { return {&gamma_, &beta_}; }
-  const refs::BatchNormParams& params() const { return params_; }
+  const ops::BatchNormParams& params() const { return params_; }
 
   int channels() const { return channels_; }
   const std::vector<float>& running_mean() const { return running_mean_; }
@@ -48,7 +48,7 @@ class BatchNorm2d final : public Layer {
 
  private:
   int channels_;
-  refs::BatchNormParams params_;
+  ops::BatchNormParams params_;
   Parameter gamma_, beta_;
   std::vector<float> running_mean_, running_var_;
   std::vector<float> mean_, invstd_;  // saved by the last forward

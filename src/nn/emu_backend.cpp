@@ -25,39 +25,39 @@ void EmuBackend::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span
   emu::conv2d_backward_filter_emu(shape, x, dy, dw, policy, counters);
 }
 
-void EmuBackend::bias_add(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b,
+void EmuBackend::bias_add(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b,
                           std::span<float> y, const emu::BiasAddPolicy& policy, emu::CounterSet* counters) {
   emu::bias_add_emu(s, x, b, y, policy, counters);
 }
 
-void EmuBackend::bias_add_backward(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db,
+void EmuBackend::bias_add_backward(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                                    const emu::BiasAddPolicy& policy, emu::CounterSet* counters) {
   emu::bias_add_backward_emu(s, dy, db, policy, counters);
 }
 
-void EmuBackend::activation(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y,
+void EmuBackend::activation(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                             const emu::ElementwisePolicy& policy, emu::CounterSet* counters) {
   emu::activation_emu(p, x, y, policy, counters);
 }
 
-void EmuBackend::activation_backward(const refs::ActivationParams& p, std::span<const float> x,
+void EmuBackend::activation_backward(const ops::ActivationParams& p, std::span<const float> x,
                                      std::span<const float> dy, std::span<float> dx,
                                      const emu::ElementwisePolicy& policy, emu::CounterSet* counters) {
   emu::activation_backward_emu(p, x, dy, dx, policy, counters);
 }
 
-void EmuBackend::max_pool(const refs::PoolShape& p, std::span<const float> x, std::span<float> y,
+void EmuBackend::max_pool(const ops::PoolShape& p, std::span<const float> x, std::span<float> y,
                           const emu::MaxPoolPolicy& policy, emu::CounterSet* counters) {
   emu::max_pool_emu(p, x, y, policy, counters);
 }
 
-void EmuBackend::max_pool_backward(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void EmuBackend::max_pool_backward(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                                    std::span<float> dx, const emu::MaxPoolPolicy& policy,
                                    emu::CounterSet* counters) {
   emu::max_pool_backward_emu(p, x, dy, dx, policy, counters);
 }
 
-void EmuBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormParams& p, std::span<const float> x,
+void EmuBackend::batch_norm(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                             std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                             std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                             std::span<float> running_var, const emu::BatchNormPolicy& policy,
@@ -65,7 +65,7 @@ void EmuBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormPa
   emu::batch_norm_emu(s, p, x, gamma, beta, y, mean, invstd, running_mean, running_var, policy, counters);
 }
 
-void EmuBackend::batch_norm_backward(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void EmuBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                                      std::span<const float> gamma, std::span<const float> mean,
                                      std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                                      std::span<float> dbeta, const emu::BatchNormPolicy& policy,
@@ -95,13 +95,13 @@ void EmuBackend::bce_with_logits_backward(std::span<const float> x, std::span<co
   emu::bce_with_logits_backward_emu(x, t, dx, policy, counters);
 }
 
-void EmuBackend::sgd_step(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void EmuBackend::sgd_step(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                           std::span<const float> g, const emu::OptimizerPolicy& policy, emu::CounterSet* counters,
                           std::span<float> update) {
   emu::sgd_step_emu(p, step, w, v, g, policy, counters, update);
 }
 
-void EmuBackend::adam_step(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void EmuBackend::adam_step(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                            std::span<float> v, std::span<const float> g, const emu::OptimizerPolicy& policy,
                            emu::CounterSet* counters, std::span<float> update) {
   emu::adam_step_emu(p, step, w, m, v, g, policy, counters, update);

@@ -299,7 +299,7 @@ void GpuBackend::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span
   gpu::conv2d_backward_filter_gpu(shape, x, dy, dw, conv_compute(policy, "conv2d_backward_filter"));
 }
 
-void GpuBackend::bias_add(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b,
+void GpuBackend::bias_add(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b,
                           std::span<float> y, const emu::BiasAddPolicy& policy, emu::CounterSet*) {
   if (is_fp32_epilogue(policy)) {
     refs::bias_add_ref(s, x, b, y);  // the fp32 epilogue on the host: see the top of this file
@@ -310,7 +310,7 @@ void GpuBackend::bias_add(const refs::ChannelShape& s, std::span<const float> x,
 }
 
 // The kernel's db is one fp16 rounding of its fp32 block sum.
-void GpuBackend::bias_add_backward(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db,
+void GpuBackend::bias_add_backward(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                                    const emu::BiasAddPolicy& policy, emu::CounterSet*) {
   if (is_fp32_epilogue(policy)) {
     refs::bias_add_backward_ref(s, dy, db);  // on the host: see the top of this file
@@ -321,14 +321,14 @@ void GpuBackend::bias_add_backward(const refs::ChannelShape& s, std::span<const 
   gpu::bias_add_backward_gpu(s, dy, db);
 }
 
-void GpuBackend::activation(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y,
+void GpuBackend::activation(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                             const emu::ElementwisePolicy& policy, emu::CounterSet*) {
   if (all_fp32({&policy.input, &policy.output})) return refs::activation_ref(p, x, y);
   require_fp16_kernel("activation", "gpu/activation_gpu.h", policy.input, policy.output);
   gpu::activation_gpu(p, x, y);
 }
 
-void GpuBackend::activation_backward(const refs::ActivationParams& p, std::span<const float> x,
+void GpuBackend::activation_backward(const ops::ActivationParams& p, std::span<const float> x,
                                      std::span<const float> dy, std::span<float> dx,
                                      const emu::ElementwisePolicy& policy, emu::CounterSet*) {
   if (all_fp32({&policy.input, &policy.output})) return refs::activation_backward_ref(p, x, dy, dx);
@@ -336,14 +336,14 @@ void GpuBackend::activation_backward(const refs::ActivationParams& p, std::span<
   gpu::activation_backward_gpu(p, x, dy, dx);
 }
 
-void GpuBackend::max_pool(const refs::PoolShape& p, std::span<const float> x, std::span<float> y,
+void GpuBackend::max_pool(const ops::PoolShape& p, std::span<const float> x, std::span<float> y,
                           const emu::MaxPoolPolicy& policy, emu::CounterSet*) {
   if (all_fp32({&policy.input, &policy.output})) return refs::max_pool_ref(p, x, y);
   require_fp16_kernel("max_pool", "gpu/max_pool_gpu.h", policy.input, policy.output);
   gpu::max_pool_gpu(p, x, y);
 }
 
-void GpuBackend::max_pool_backward(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void GpuBackend::max_pool_backward(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                                    std::span<float> dx, const emu::MaxPoolPolicy& policy, emu::CounterSet*) {
   if (all_fp32({&policy.input, &policy.output, &policy.accumulation}))
     return refs::max_pool_backward_ref(p, x, dy, dx);
@@ -354,7 +354,7 @@ void GpuBackend::max_pool_backward(const refs::PoolShape& p, std::span<const flo
 
 // The kernels' reductions use a block of emu::kGpuReductionLanes threads;
 // policy.lanes is the emulator's model of that block and plays no part here.
-void GpuBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormParams& p, std::span<const float> x,
+void GpuBackend::batch_norm(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                             std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                             std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                             std::span<float> running_var, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
@@ -366,7 +366,7 @@ void GpuBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormPa
   gpu::batch_norm_gpu(s, p, x, gamma, beta, y, mean, invstd, running_mean, running_var);
 }
 
-void GpuBackend::batch_norm_backward(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void GpuBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                                      std::span<const float> gamma, std::span<const float> mean,
                                      std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                                      std::span<float> dbeta, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
@@ -406,13 +406,13 @@ void GpuBackend::bce_with_logits_backward(std::span<const float> x, std::span<co
   round_gradient(dx, policy);
 }
 
-void GpuBackend::sgd_step(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void GpuBackend::sgd_step(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                           std::span<const float> g, const emu::OptimizerPolicy& policy, emu::CounterSet*,
                           std::span<float> update) {
   gpu::sgd_step_gpu(p, step, w, v, g, optimizer_storage("sgd_step", policy), update);
 }
 
-void GpuBackend::adam_step(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void GpuBackend::adam_step(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                            std::span<float> v, std::span<const float> g, const emu::OptimizerPolicy& policy,
                            emu::CounterSet*, std::span<float> update) {
   gpu::adam_step_gpu(p, step, w, m, v, g, optimizer_storage("adam_step", policy), update);

@@ -18,12 +18,12 @@ MaxPool2d::MaxPool2d(std::string name, int kernel, int stride, int pad)
   }
 }
 
-refs::PoolShape MaxPool2d::shape_for(const Tensor& x) const {
-  return refs::PoolShape{x.n, x.c, x.h, x.w, kernel_, kernel_, stride_, pad_};
+ops::PoolShape MaxPool2d::shape_for(const Tensor& x) const {
+  return ops::PoolShape{x.n, x.c, x.h, x.w, kernel_, kernel_, stride_, pad_};
 }
 
 Tensor MaxPool2d::forward(Context& ctx, const Tensor& x) {
-  const refs::PoolShape shape = shape_for(x);
+  const ops::PoolShape shape = shape_for(x);
   shape.check_dims(name().c_str());
   x_ = x;
   Tensor y(x.n, x.c, shape.out_h(), shape.out_w());
@@ -33,7 +33,7 @@ Tensor MaxPool2d::forward(Context& ctx, const Tensor& x) {
 }
 
 Tensor MaxPool2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
-  const refs::PoolShape shape = shape_for(x_);
+  const ops::PoolShape shape = shape_for(x_);
   expect_shape(name(), "dy", dy, x_.n, x_.c, shape.out_h(), shape.out_w());
   if (!need_dx) return {};
   Tensor dx(x_.n, x_.c, x_.h, x_.w);

@@ -15,7 +15,7 @@ class MaxPool2d final : public Layer {
   Tensor forward(Context& ctx, const Tensor& x) override;
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx) override;
   // The pooling's shape for input x.
-  refs::PoolShape shape_for(const Tensor& x) const;
+  ops::PoolShape shape_for(const Tensor& x) const;
 
  private:
   int kernel_, stride_, pad_;

@@ -33,9 +33,9 @@ void require_positive(std::initializer_list<std::pair<const char*, int>> dims, c
   }
 }
 
-refs::ActivationParams relu() { return {refs::Activation::relu, 0.0}; }
-refs::ActivationParams leaky_relu(double slope) { return {refs::Activation::leaky_relu, slope}; }
-refs::ActivationParams tanh_activation() { return {refs::Activation::tanh, 0.0}; }
+ops::ActivationParams relu() { return {ops::Activation::relu, 0.0}; }
+ops::ActivationParams leaky_relu(double slope) { return {ops::Activation::leaky_relu, slope}; }
+ops::ActivationParams tanh_activation() { return {ops::Activation::tanh, 0.0}; }
 
 constexpr double kDiscriminatorSlope = 0.2;  // DCGAN's LeakyReLU
 

@@ -72,44 +72,44 @@ void RefBackend::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span
   refs::conv2d_backward_filter_ref(shape, x, dy, dw);
 }
 
-void RefBackend::bias_add(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> b,
+void RefBackend::bias_add(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b,
                           std::span<float> y, const emu::BiasAddPolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output}, "bias_add");
   refs::bias_add_ref(s, x, b, y);
 }
 
-void RefBackend::bias_add_backward(const refs::ChannelShape& s, std::span<const float> dy, std::span<float> db,
+void RefBackend::bias_add_backward(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                                    const emu::BiasAddPolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output, &policy.accumulation}, "bias_add_backward");
   refs::bias_add_backward_ref(s, dy, db);
 }
 
-void RefBackend::activation(const refs::ActivationParams& p, std::span<const float> x, std::span<float> y,
+void RefBackend::activation(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                             const emu::ElementwisePolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output}, "activation");
   refs::activation_ref(p, x, y);
 }
 
-void RefBackend::activation_backward(const refs::ActivationParams& p, std::span<const float> x,
+void RefBackend::activation_backward(const ops::ActivationParams& p, std::span<const float> x,
                                      std::span<const float> dy, std::span<float> dx,
                                      const emu::ElementwisePolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output}, "activation_backward");
   refs::activation_backward_ref(p, x, dy, dx);
 }
 
-void RefBackend::max_pool(const refs::PoolShape& p, std::span<const float> x, std::span<float> y,
+void RefBackend::max_pool(const ops::PoolShape& p, std::span<const float> x, std::span<float> y,
                           const emu::MaxPoolPolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output}, "max_pool");
   refs::max_pool_ref(p, x, y);
 }
 
-void RefBackend::max_pool_backward(const refs::PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void RefBackend::max_pool_backward(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                                    std::span<float> dx, const emu::MaxPoolPolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output, &policy.accumulation}, "max_pool_backward");
   refs::max_pool_backward_ref(p, x, dy, dx);
 }
 
-void RefBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormParams& p, std::span<const float> x,
+void RefBackend::batch_norm(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                             std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                             std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                             std::span<float> running_var, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
@@ -117,7 +117,7 @@ void RefBackend::batch_norm(const refs::ChannelShape& s, const refs::BatchNormPa
   refs::batch_norm_ref(s, p, x, gamma, beta, y, mean, invstd, running_mean, running_var);
 }
 
-void RefBackend::batch_norm_backward(const refs::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void RefBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                                      std::span<const float> gamma, std::span<const float> mean,
                                      std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                                      std::span<float> dbeta, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
@@ -153,14 +153,14 @@ void RefBackend::bce_with_logits_backward(std::span<const float> x, std::span<co
 
 // emu::*_step_emu with every format fp32 is refs::*_step_ref bit for bit
 // (tests/optimizer_emu_test holds it), and it reports the update.
-void RefBackend::sgd_step(const refs::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void RefBackend::sgd_step(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                           std::span<const float> g, const emu::OptimizerPolicy& policy, emu::CounterSet*,
                           std::span<float> update) {
   require_fp32({&policy.weights, &policy.state, &policy.grad}, "sgd_step");
   emu::sgd_step_emu(p, step, w, v, g, policy, nullptr, update);
 }
 
-void RefBackend::adam_step(const refs::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
+void RefBackend::adam_step(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m,
                            std::span<float> v, std::span<const float> g, const emu::OptimizerPolicy& policy,
                            emu::CounterSet*, std::span<float> update) {
   require_fp32({&policy.weights, &policy.state, &policy.grad}, "adam_step");

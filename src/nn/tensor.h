@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "refs/channel_shape.h"
+#include "ops/channel_shape.h"
 
 namespace mpverify::nn {
 
@@ -22,7 +22,7 @@ struct Tensor {
   std::size_t size() const { return values.size(); }
   // Floats per example: c h w.
   std::size_t example_size() const { return static_cast<std::size_t>(c) * h * w; }
-  refs::ChannelShape channels() const { return {n, c, h, w}; }
+  ops::ChannelShape channels() const { return {n, c, h, w}; }
   std::span<float> span() { return values; }
   std::span<const float> span() const { return values; }
 };

@@ -115,8 +115,8 @@ struct TrainConfig {
   int image_size = 28;
   std::uint64_t seed = 0;
   OptimizerKind optimizer = OptimizerKind::sgd;
-  refs::SgdParams sgd{0.05, 0.9};
-  refs::AdamParams adam{};
+  ops::SgdParams sgd{0.05, 0.9};
+  ops::AdamParams adam{};
   bool recorders = true;         // false: no StoreObserver at all (the speed baseline)
   std::size_t record_every = 1;  // per-tensor records every N steps (0: none)
   bool histograms = true;

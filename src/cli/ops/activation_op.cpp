@@ -6,6 +6,7 @@
 #include "cli/ops/ops_registry.h"
 #include "emu/activation_emu.h"
 #include "gpu/activation_gpu.h"
+#include "ops/fp64_math.h"
 #include "refs/activation_ref.h"
 
 namespace mpverify::cli::ops {
@@ -14,8 +15,8 @@ namespace {
 
 OpResult run_activation(const OpArgs& args, std::vector<Side> sides) {
   const bool backward = args.op.ends_with("-backward");
-  const auto kind = refs::parse_activation(backward ? args.op.substr(0, args.op.size() - 9) : args.op);
-  refs::ActivationParams p{*kind};
+  const auto kind = mpverify::ops::parse_activation(backward ? args.op.substr(0, args.op.size() - 9) : args.op);
+  mpverify::ops::ActivationParams p{*kind};
   check_keys(args.shape, {"n"}, "--shape");
   const auto n = static_cast<std::size_t>(whole_number(args.shape, "n", "--shape"));
   if (n == 0) throw UsageError("--shape: n must be at least 1");
@@ -60,8 +61,8 @@ OpResult run_activation(const OpArgs& args, std::vector<Side> sides) {
   const double u_in = policy.input.unit_roundoff(), u_out = policy.output.unit_roundoff();
   double e2 = 0, y2 = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double g = refs::activation_derivative_fp64(p, x[i]);
-    const double y = backward ? g * dy[i] : refs::activation_fp64(p, x[i]);
+    const double g = mpverify::ops::activation_derivative_fp64(p, x[i]);
+    const double y = backward ? g * dy[i] : mpverify::ops::activation_fp64(p, x[i]);
     const double dx_part =
         (std::fabs(g) + u_in * std::fabs(x[i])) * u_in * std::fabs(x[i]) * (backward ? std::fabs(dy[i]) : 1.0);
     const double input_part = dx_part + (backward ? u_in * std::fabs(y) : 0.0);

@@ -22,7 +22,7 @@ namespace {
 // Activations as a network has them: per channel an offset (N(0, 3)) and a
 // spread (e^N(0, 1/2)) around it, drawn as values of the input format so
 // that the bounds cover what the sides compute, not the drawing.
-std::vector<float> activations(const refs::ChannelShape& s, std::mt19937_64& rng, const formats::Format& f) {
+std::vector<float> activations(const mpverify::ops::ChannelShape& s, std::mt19937_64& rng, const formats::Format& f) {
   const std::vector<float> offset = normal_inputs(static_cast<std::size_t>(s.c), rng, 3.0);
   const std::vector<float> spread = normal_inputs(static_cast<std::size_t>(s.c), rng, 0.5);
   std::vector<float> x = normal_inputs(s.size(), rng, 1.0);
@@ -41,16 +41,16 @@ using ToleranceFn = std::function<compare::Tolerance(std::size_t t, const std::s
 // The op, shape, formats and parameters from --op, --shape and --policy.
 struct BatchNormSetup {
   bool backward = false;
-  refs::ChannelShape s;
+  mpverify::ops::ChannelShape s;
   emu::BatchNormPolicy policy;
-  refs::BatchNormParams params;
+  mpverify::ops::BatchNormParams params;
 };
 
 BatchNormSetup batch_norm_setup(const OpArgs& args) {
   BatchNormSetup o;
   o.backward = args.op == "batch-norm-backward";
   check_keys(args.shape, {"n", "c", "h", "w"}, "--shape");
-  o.s = refs::ChannelShape{whole_number(args.shape, "n", "--shape"), whole_number(args.shape, "c", "--shape"),
+  o.s = mpverify::ops::ChannelShape{whole_number(args.shape, "n", "--shape"), whole_number(args.shape, "c", "--shape"),
                            whole_number(args.shape, "h", "--shape", 1), whole_number(args.shape, "w", "--shape", 1)};
   check_keys(args.policy, {"input", "output", "statistics", "parameters", "lanes", "eps", "momentum"}, "--policy");
   emu::BatchNormPolicy& policy = o.policy;
@@ -62,7 +62,7 @@ BatchNormSetup batch_norm_setup(const OpArgs& args) {
   o.params.eps = real_number(args.policy, "eps", "--policy", o.params.eps);
   o.params.momentum = real_number(args.policy, "momentum", "--policy", o.params.momentum);
   try {
-    refs::check_batch_norm_shape(o.s, "--shape");
+    mpverify::ops::check_batch_norm_shape(o.s, "--shape");
     emu::check_lanes(policy.lanes);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
@@ -79,7 +79,7 @@ struct BatchNormInputs {
 };
 
 BatchNormInputs batch_norm_inputs(const BatchNormSetup& o, std::uint64_t seed) {
-  const refs::ChannelShape& s = o.s;
+  const mpverify::ops::ChannelShape& s = o.s;
   const emu::BatchNormPolicy& policy = o.policy;
   BatchNormInputs in;
   std::mt19937_64 rng(seed);
@@ -109,7 +109,7 @@ BatchNormInputs batch_norm_inputs(const BatchNormSetup& o, std::uint64_t seed) {
 // The emulator's three outputs (counted into counters when not null).
 std::vector<std::vector<float>> emulator_outputs(const BatchNormSetup& o, const BatchNormInputs& in,
                                                  emu::CounterSet* counters) {
-  const refs::ChannelShape& s = o.s;
+  const mpverify::ops::ChannelShape& s = o.s;
   const auto c = static_cast<std::size_t>(s.c);
   std::vector<std::vector<float>> out{std::vector<float>(s.size()), std::vector<float>(c), std::vector<float>(c)};
   std::vector<float> rm = in.running_mean, rv = in.running_var;
@@ -123,7 +123,7 @@ std::vector<std::vector<float>> emulator_outputs(const BatchNormSetup& o, const 
 
 void run_batch_norm_sides(const BatchNormSetup& o, const BatchNormInputs& in,
                           const std::vector<std::vector<float>>& emu_out, bool gpu_policy, std::vector<Side>& sides) {
-  const refs::ChannelShape& s = o.s;
+  const mpverify::ops::ChannelShape& s = o.s;
   for (Side& side : sides) {
     std::vector<float> rm = in.running_mean, rv = in.running_var;
     if (side.name == "ref") {
@@ -154,7 +154,7 @@ const std::string kBoundNote = "emu/batch_norm_bounds.h: block sums gamma_D(u_S)
 
 ToleranceFn forward_tolerance(const BatchNormSetup& o, const BatchNormInputs& in,
                                        const std::vector<float>& emu_y) {
-  const refs::ChannelShape& s = o.s;
+  const mpverify::ops::ChannelShape& s = o.s;
   const emu::BatchNormPolicy& policy = o.policy;
   const std::string bound_note = kBoundNote;
   const auto b = emu::batch_norm_forward_bounds(s, o.params, in.x, in.gamma, in.beta, policy);
@@ -185,7 +185,7 @@ ToleranceFn forward_tolerance(const BatchNormSetup& o, const BatchNormInputs& in
 
 ToleranceFn backward_tolerance(const BatchNormSetup& o, const BatchNormInputs& in,
                                         const std::vector<std::vector<float>>& emu_out, bool gpu_policy) {
-  const refs::ChannelShape& s = o.s;
+  const mpverify::ops::ChannelShape& s = o.s;
   const std::string bound_note = kBoundNote;
   const auto b = emu::batch_norm_backward_bounds(s, in.x, in.dy, in.gamma, in.saved_mean, in.saved_invstd, o.policy);
   const std::array<double, 3> ref_bounds{b.dx, b.dgamma, b.dbeta};
@@ -207,7 +207,7 @@ ToleranceFn backward_tolerance(const BatchNormSetup& o, const BatchNormInputs& i
 
 OpResult run_batch_norm(const OpArgs& args, std::vector<Side> sides) {
   const BatchNormSetup o = batch_norm_setup(args);
-  const refs::ChannelShape& s = o.s;
+  const mpverify::ops::ChannelShape& s = o.s;
   const emu::BatchNormPolicy& policy = o.policy;
   const BatchNormInputs in = batch_norm_inputs(o, args.seed);
   const auto c = static_cast<std::size_t>(s.c);

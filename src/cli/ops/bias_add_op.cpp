@@ -18,7 +18,7 @@ namespace {
 OpResult run_bias_add(const OpArgs& args, std::vector<Side> sides) {
   const bool backward = args.op == "bias-add-backward";
   check_keys(args.shape, {"n", "c", "h", "w"}, "--shape");
-  const refs::ChannelShape s{whole_number(args.shape, "n", "--shape"), whole_number(args.shape, "c", "--shape"),
+  const mpverify::ops::ChannelShape s{whole_number(args.shape, "n", "--shape"), whole_number(args.shape, "c", "--shape"),
                              whole_number(args.shape, "h", "--shape", 1), whole_number(args.shape, "w", "--shape", 1)};
   if (s.n < 1 || s.c < 1 || s.h < 1 || s.w < 1) throw UsageError("--shape: n, c, h and w must be at least 1");
   check_keys(args.policy, {"input", "output", "accumulate", "lanes"}, "--policy");

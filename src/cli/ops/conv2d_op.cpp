@@ -23,9 +23,9 @@ Direction direction_of(const std::string& op) {
   return Direction::forward;
 }
 
-refs::Conv2dShape shape_option(const KeyValues& kv) {
+mpverify::ops::Conv2dShape shape_option(const KeyValues& kv) {
   check_keys(kv, {"n", "c", "h", "w", "k", "r", "s", "stride", "pad"}, "--shape");
-  refs::Conv2dShape s;
+  mpverify::ops::Conv2dShape s;
   s.n = whole_number(kv, "n", "--shape");
   s.c = whole_number(kv, "c", "--shape");
   s.h = whole_number(kv, "h", "--shape");
@@ -60,7 +60,7 @@ std::optional<gpu::ConvCompute> gpu_compute_for(const emu::GemmPolicy& p) {
 
 OpResult run_conv2d(const OpArgs& args, std::vector<Side> sides) {
   const Direction dir = direction_of(args.op);
-  const refs::Conv2dShape shape = shape_option(args.shape);
+  const mpverify::ops::Conv2dShape shape = shape_option(args.shape);
   check_keys(args.policy, {"input", "accumulate", "output", "block", "extra", "tc-rounding"}, "--policy");
   emu::GemmPolicy policy = gemm_policy_option(args.policy);
   if (!args.policy.contains("output")) policy.output = policy.input;  // as cuDNN, whose tensors share a type

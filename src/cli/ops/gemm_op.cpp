@@ -25,7 +25,7 @@ std::optional<gpu::GemmCompute> gpu_compute_for(const emu::GemmPolicy& p) {
 
 OpResult run_gemm(const OpArgs& args, std::vector<Side> sides) {
   check_keys(args.shape, {"m", "n", "k", "ta", "tb"}, "--shape");
-  const refs::GemmShape shape{whole_number(args.shape, "m", "--shape"), whole_number(args.shape, "n", "--shape"),
+  const mpverify::ops::GemmShape shape{whole_number(args.shape, "m", "--shape"), whole_number(args.shape, "n", "--shape"),
                               whole_number(args.shape, "k", "--shape"),
                               whole_number(args.shape, "ta", "--shape", 0) != 0,
                               whole_number(args.shape, "tb", "--shape", 0) != 0};

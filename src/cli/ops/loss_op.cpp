@@ -19,7 +19,7 @@ enum class Loss { softmax_cross_entropy, mse, bce_with_logits };
 
 // The seeded inputs of one run.
 struct LossInputs {
-  refs::SoftmaxCrossEntropyShape shape;  // softmax only
+  mpverify::ops::SoftmaxCrossEntropyShape shape;  // softmax only
   std::vector<float> a;                  // logits, y or x
   std::vector<float> t;                  // targets (mse, bce)
   std::vector<std::int32_t> labels;      // softmax only

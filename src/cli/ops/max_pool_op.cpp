@@ -9,6 +9,7 @@
 #include "emu/max_pool_emu.h"
 #include "emu/quantize.h"
 #include "gpu/max_pool_gpu.h"
+#include "ops/max_pool_argmax.h"
 #include "refs/max_pool_ref.h"
 
 namespace mpverify::cli::ops {
@@ -18,7 +19,7 @@ namespace {
 OpResult run_max_pool(const OpArgs& args, std::vector<Side> sides) {
   const bool backward = args.op == "max-pool-backward";
   check_keys(args.shape, {"n", "c", "h", "w", "r", "s", "stride", "pad"}, "--shape");
-  refs::PoolShape p;
+  mpverify::ops::PoolShape p;
   p.n = whole_number(args.shape, "n", "--shape");
   p.c = whole_number(args.shape, "c", "--shape");
   p.h = whole_number(args.shape, "h", "--shape");
@@ -85,7 +86,7 @@ OpResult run_max_pool(const OpArgs& args, std::vector<Side> sides) {
     // every side): the emulator in the accumulation format, gamma_K(u_acc)
     // sum|dy|, then u_out |dx| + half the smallest subnormal; the reference in
     // FP64, gamma_K(2^-53) sum|dy|, then 2^-24 |dx|. K = ceil(r/stride) ceil(s/stride).
-    const auto win = refs::max_pool_argmax(p, x);
+    const auto win = mpverify::ops::max_pool_argmax(p, x);
     std::vector<double> exact(p.x_size(), 0.0), abs_sum(p.x_size(), 0.0);
     for (std::size_t o = 0; o < win.size(); ++o) {
       exact[win[o]] += dy[o];

@@ -53,15 +53,15 @@ struct OptimizerSetup {
   std::size_t n = 0;
   int steps = 0;
   emu::OptimizerPolicy policy;
-  refs::SgdParams sgd;
-  refs::AdamParams adm;
+  mpverify::ops::SgdParams sgd;
+  mpverify::ops::AdamParams adm;
   nlohmann::json params;  // the hyperparameters, for the title and the JSON policy
 };
 
 // --policy's lr, moments, decay and flags into setup (a UsageError names a bad one).
 void read_hyperparameters(const OpArgs& args, OptimizerSetup& o) {
-  refs::SgdParams& sgd = o.sgd;
-  refs::AdamParams& adm = o.adm;
+  mpverify::ops::SgdParams& sgd = o.sgd;
+  mpverify::ops::AdamParams& adm = o.adm;
   try {
     if (o.adam) {
       adm.lr = real_number(args.policy, "lr", "--policy", adm.lr);
@@ -117,8 +117,8 @@ void run_optimizer_sides(const OptimizerSetup& o, const std::vector<float>& w0,
                          const std::vector<std::vector<float>>& grads, bool has_v, std::vector<Side>& sides,
                          OpResult& r) {
   const bool adam = o.adam;
-  const refs::SgdParams& sgd = o.sgd;
-  const refs::AdamParams& adm = o.adm;
+  const mpverify::ops::SgdParams& sgd = o.sgd;
+  const mpverify::ops::AdamParams& adm = o.adm;
   const emu::OptimizerPolicy& policy = o.policy;
   const std::string unsupported = gpu_unsupported(policy);
   for (Side& side : sides) {

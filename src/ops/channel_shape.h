@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace mpverify::refs {
+namespace mpverify::ops {
 
 struct ChannelShape {
   int n = 1, c = 1, h = 1, w = 1;
@@ -30,4 +30,4 @@ struct ChannelShape {
   }
 };
 
-}  // namespace mpverify::refs
+}  // namespace mpverify::ops

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace mpverify::refs {
+namespace mpverify::ops {
 
 // Throws std::invalid_argument "<op>: <what> has A elements, expected E".
 inline void check_size(std::string_view op, std::string_view what, std::size_t actual, std::size_t expected) {
@@ -22,4 +22,4 @@ inline void check_size(std::string_view op, std::string_view what, std::size_t a
   throw std::invalid_argument(message);
 }
 
-}  // namespace mpverify::refs
+}  // namespace mpverify::ops
