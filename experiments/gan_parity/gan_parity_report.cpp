@@ -218,7 +218,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   // --- the report ---
   const metrics::GateResult& main_gate = fid_gates.front();
   std::string md = "# GAN FID parity: the DCGAN on MNIST in fp32 and in o2 mixed precision\n\n";
-  md += "Written by `build/experiments/gan_parity` (experiment 5 of issue 8). Every number and figure below is read "
+  md += "Written by `build/experiments/gan_parity` (experiment 5). Every number and figure below is read "
         "from the run directories it trained; the same seeds give the same report, byte for byte. No GPU was used: "
         "the mixed-precision side is the bit-exact fp16 emulator.\n\n";
   md += "## Verdict\n\n```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";

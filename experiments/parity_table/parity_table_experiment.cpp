@@ -17,6 +17,7 @@
 #include "report/svg_interval_plot.h"
 #include "report/svg_line_chart.h"
 #include "report/text_format.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/run_queue.h"
@@ -41,16 +42,9 @@ struct Side {
 };
 
 training::TrainConfig base_config(const ParityTableConfig& c) {
-  training::TrainConfig t;
-  t.model = c.model;
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{0.05, 0.9};
+  training::TrainConfig t = training::experiment_config({.model = c.model, .data = c.data, .data_dir = c.data_dir,
+                                                         .train_size = c.train_size, .test_size = c.test_size,
+                                                         .steps = c.steps});
   t.recorders = false;
   return t;
 }
@@ -328,7 +322,7 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
   // The report.
   const std::string model_text = c.model == "cnn" ? "CNN" : "MLP";
   std::string md = "# Accuracy parity table: FP32 against o1, o2, bf16 and fp8 on the MNIST " + model_text + "\n\n";
-  md += "Written by `build/experiments/parity_table` (experiment 4 of issue 8). Every number and figure below comes "
+  md += "Written by `build/experiments/parity_table` (experiment 4). Every number and figure below comes "
         "from the run directories it trained; the same configuration gives the same report, byte for byte.\n\n";
 
   md += "## The table\n\n";

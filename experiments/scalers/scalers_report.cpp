@@ -348,7 +348,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
   const ScenarioSpec& backward = scenes[1];
   const ScenarioSpec& forward = scenes[2];
   std::string md = "# Loss-scale strategies: normal skips, backward and forward overflow, replays\n\n";
-  md += "Written by `build/experiments/scalers` (experiment 3 of issue 8). Every number and figure below comes from "
+  md += "Written by `build/experiments/scalers` (experiment 3). Every number and figure below comes from "
         "the run directories it trained; the same options give the same report, byte for byte.\n\n";
 
   md += "## What ran\n\n";

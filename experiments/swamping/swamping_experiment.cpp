@@ -21,6 +21,7 @@
 #include "report/text_format.h"
 #include "swamping/census_json.h"
 #include "swamping/update_census.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/run_queue.h"
@@ -55,20 +56,12 @@ constexpr double kDiagnosisLr = 0.05, kDiagnosisMomentum = 0.9;  // the default 
 
 training::TrainConfig run_config(const SwampingConfig& c, const std::string& model, const Side& side, double lr,
                                  double momentum, std::size_t steps) {
-  training::TrainConfig t;
-  t.model = model;
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{lr, momentum};
+  training::TrainConfig t = training::experiment_config({.model = model, .data = c.data, .data_dir = c.data_dir,
+                                                         .train_size = c.train_size, .test_size = c.test_size,
+                                                         .steps = steps, .lr = lr, .momentum = momentum});
   t.recipe = side.recipe;
   t.scaler = side.recipe == "fp32" ? "none" : "torch";
   t.backend = side.backend;
-  t.study_format = "fp16";
   t.recorders = true;   // the per-step lost-update rates the census is checked against
   t.record_every = 0;   // no per-tensor lines or histograms: nothing here reads them
   t.histograms = false;

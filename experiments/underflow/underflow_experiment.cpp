@@ -14,6 +14,7 @@
 #include "report/run_series.h"
 #include "report/svg_line_chart.h"
 #include "report/text_format.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/run_queue.h"
@@ -55,18 +56,13 @@ std::string group_slug(const std::string& g) { return g == "classifier" ? "cnn" 
 
 std::set<std::size_t> census_steps(std::size_t steps) { return {0, steps / 2, steps - 1}; }
 
+training::ExperimentBase experiment_base(const UnderflowConfig& c, const std::string& model, std::size_t steps) {
+  return {.model = model, .data = c.data, .data_dir = c.data_dir, .train_size = c.train_size,
+          .test_size = c.test_size, .steps = steps};
+}
+
 training::TrainConfig cnn_config(const UnderflowConfig& c) {
-  training::TrainConfig t;
-  t.model = "cnn";
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.cnn_steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = refs::SgdParams{0.05, 0.9};
-  t.study_format = "fp16";
+  training::TrainConfig t = training::experiment_config(experiment_base(c, "cnn", c.cnn_steps));
   t.recipe = "fp32";
   t.scaler = "none";
   t.backend = nn::BackendKind::ref;
@@ -86,17 +82,9 @@ training::TrainConfig candidate_config(const UnderflowConfig& c, double scale) {
 }
 
 training::TrainConfig gan_config(const UnderflowConfig& c) {
-  training::TrainConfig t;
-  t.model = "dcgan";
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.gan_steps;
-  t.batch_size = 64;
+  training::TrainConfig t = training::experiment_config(experiment_base(c, "dcgan", c.gan_steps));
   t.optimizer = training::OptimizerKind::adam;
   t.adam.lr = 2e-4;
-  t.study_format = "fp16";
   t.recipe = "fp32";
   t.scaler = "none";
   t.backend = nn::BackendKind::ref;
@@ -429,7 +417,7 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
     return t;
   }();
   std::string md = "# Gradient underflow in fp16 and loss scaling\n\n";
-  md += cat("Written by `build/experiments/underflow` (experiment 1 of issue 8; `--help` lists the options). Every "
+  md += cat("Written by `build/experiments/underflow` (experiment 1; `--help` lists the options). Every "
             "number and figure below comes from the runs it trained; the same seeds give the same bytes.\n\n");
   md += "## The claim\n\n";
   md += "Micikevicius et al., *Mixed Precision Training* (ICLR 2018): fp16 turns every magnitude below 2^-24 into "
