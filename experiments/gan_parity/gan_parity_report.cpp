@@ -112,9 +112,9 @@ void read_runs(const GanParityConfig& c, const std::vector<GanSide>& sides, GanE
     }
 }
 
-  // The margins: a percentage of the fp32 runs' mean FID and KID. A
-  // diverged fp32 run leaves no mean; the gate then says "not equivalent"
-  // whatever the margin, so any positive placeholder serves (and is printed as "-").
+// The margins: a percentage of the fp32 runs' mean FID and KID. A
+// diverged fp32 run leaves no mean; the gate then says "not equivalent"
+// whatever the margin, so any positive placeholder serves (and is printed as "-").
 void set_margins(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev) {
   const std::size_t n_seeds = c.seeds;
   const auto evaluation = [&](const std::string& side, std::uint64_t seed) -> const json& {

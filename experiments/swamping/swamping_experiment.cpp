@@ -208,8 +208,8 @@ using Say = std::function<void(const std::string&)>;
 
 constexpr const char* kRateAxis = "fraction of non-zero updates (log; 0 not drawn)";
 
-  // The runs, slowest first (the diagnosis CNN on the emulator, then the
-  // emulator's sweep runs), so that the threads finish close together.
+// The runs, slowest first (the diagnosis CNN on the emulator, then the
+// emulator's sweep runs), so that the threads finish close together.
 std::vector<Run> plan_runs(const SwampingConfig& c) {
   const std::vector<Side>& sides = sweep_sides();
   const Side& fp32 = sides[0];
@@ -277,14 +277,14 @@ const Run& find_run(const std::vector<Run>& runs, const Side& side, double lr, s
 }
 
 // Per learning rate: the gates, the accuracies, the pooled census rates.
-  struct LrResult {
-    double lr = 0;
-    std::map<std::string, std::vector<std::optional<double>>> accuracy;  // side -> per seed
-    metrics::GateResult gate_o2, gate_pure;
-    std::map<std::string, CensusCount> pooled;  // side -> census totals over seeds
-    std::uint64_t pure_at_least = 0, pure_above = 0, pure_above_twice = 0;
-    double o2_if_fp16 = 0;  // the recorders' lost_update_rate_without_master, mean over steps and seeds
-  };
+struct LrResult {
+  double lr = 0;
+  std::map<std::string, std::vector<std::optional<double>>> accuracy;  // side -> per seed
+  metrics::GateResult gate_o2, gate_pure;
+  std::map<std::string, CensusCount> pooled;  // side -> census totals over seeds
+  std::uint64_t pure_at_least = 0, pure_above = 0, pure_above_twice = 0;
+  double o2_if_fp16 = 0;  // the recorders' lost_update_rate_without_master, mean over steps and seeds
+};
 
 std::vector<LrResult> learning_rate_results(const SwampingConfig& c, const std::vector<Run>& runs) {
   const std::vector<Side>& sides = sweep_sides();
