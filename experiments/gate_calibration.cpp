@@ -241,127 +241,163 @@ std::vector<double> parse_list(const std::string& text, const char* option) {
   return values;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "gate_calibration: false-failure and detection rates of the parity gate's decision (Welch/paired TOST)\n"
-      "on simulated ensembles, and with --pool on resampled real FP32 runs. Writes a Markdown table."};
+// The command line, as parsed and checked.
+struct Options {
   std::uint64_t seed = 1;
   std::size_t trials = 20000;
   double margin = 1.0, alpha = 0.05, drop = 2.0;
   std::string spreads_text = "0.25,0.5,0.75,1,1.5", n_text = "3,5,8,10,12,15,20,30", rho_text = "0,0.5";
   std::string pool_dir, out;
-  app.add_option("--seed", seed, "Seed of every draw (default 1)");
-  app.add_option("--trials", trials, "Trials per row and truth (default 20000)")->check(CLI::Range(1, 100000000));
-  app.add_option("--margin", margin, "Equivalence margin, points (default 1, the recommended setting)");
-  app.add_option("--alpha", alpha, "TOST level (default 0.05, the gate's default)");
-  app.add_option("--drop", drop, "The known drop to detect, points (default 2)");
-  app.add_option("--spreads", spreads_text, "Seed-to-seed standard deviations to simulate, points");
-  app.add_option("--seeds-per-side", n_text, "Runs per side to simulate / draw");
-  app.add_option("--correlations", rho_text, "Per-seed correlations between the sides for the paired rows");
-  app.add_option("--pool", pool_dir, "A directory of real FP32 runs with test accuracies: also resample it");
-  app.add_option("--out", out, "Write the Markdown report to FILE (atomically)");
-  try {
-    app.parse(argc, argv);
-    if (!(margin > 0 && std::isfinite(margin))) throw CLI::ValidationError("--margin", "must be > 0");
-    if (!(alpha > 0 && alpha < 0.5)) throw CLI::ValidationError("--alpha", "must lie in (0, 0.5)");
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  std::vector<double> spreads, ns, rhos;
-  try {
-    spreads = parse_list(spreads_text, "--spreads");
-    ns = parse_list(n_text, "--seeds-per-side");
-    rhos = parse_list(rho_text, "--correlations");
-    for (double n : ns)
-      if (n < 2 || n != std::floor(n)) throw CLI::ValidationError("--seeds-per-side", "integers >= 2");
-    for (double r : rhos)
-      if (r < 0 || r >= 1) throw CLI::ValidationError("--correlations", "values in [0, 1)");
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  std::vector<double> spreads, ns, rhos;  // the lists above, parsed
+};
 
-  // The command as the report's reader would rerun it: the output named as
-  // reports/<file name>, wherever this run wrote it (so that a regeneration
-  // into a temporary directory gives the committed bytes).
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--seed", o.seed, "Seed of every draw (default 1)");
+  app.add_option("--trials", o.trials, "Trials per row and truth (default 20000)")->check(CLI::Range(1, 100000000));
+  app.add_option("--margin", o.margin, "Equivalence margin, points (default 1, the recommended setting)");
+  app.add_option("--alpha", o.alpha, "TOST level (default 0.05, the gate's default)");
+  app.add_option("--drop", o.drop, "The known drop to detect, points (default 2)");
+  app.add_option("--spreads", o.spreads_text, "Seed-to-seed standard deviations to simulate, points");
+  app.add_option("--seeds-per-side", o.n_text, "Runs per side to simulate / draw");
+  app.add_option("--correlations", o.rho_text, "Per-seed correlations between the sides for the paired rows");
+  app.add_option("--pool", o.pool_dir, "A directory of real FP32 runs with test accuracies: also resample it");
+  app.add_option("--out", o.out, "Write the Markdown report to FILE (atomically)");
+}
+
+// Throws CLI::ParseError for a value the calibration cannot use.
+void parse_lists(Options& o) {
+  o.spreads = parse_list(o.spreads_text, "--spreads");
+  o.ns = parse_list(o.n_text, "--seeds-per-side");
+  o.rhos = parse_list(o.rho_text, "--correlations");
+  for (double n : o.ns)
+    if (n < 2 || n != std::floor(n)) throw CLI::ValidationError("--seeds-per-side", "integers >= 2");
+  for (double r : o.rhos)
+    if (r < 0 || r >= 1) throw CLI::ValidationError("--correlations", "values in [0, 1)");
+}
+
+// The command as the report's reader would rerun it: the output named as
+// reports/<file name>, wherever this run wrote it (so that a regeneration
+// into a temporary directory gives the committed bytes).
+std::string rerun_command(int argc, char** argv) {
   std::string command = "build/experiments/gate_calibration";
   for (int i = 1; i < argc; ++i) {
     command += " ";
     const bool is_out_value = i > 1 && std::string(argv[i - 1]) == "--out";
     command += is_out_value ? "reports/" + std::filesystem::path(argv[i]).filename().string() : std::string(argv[i]);
   }
-  const EquivalenceOptions options(margin, alpha, false);
-  const bool progress = isatty(2);
+  return command;
+}
 
+std::vector<Row> simulated_rows(const Options& o, const EquivalenceOptions& options) {
+  const bool progress = isatty(2);
   std::vector<Row> simulated;
   std::uint64_t stream = 0;
-  for (const double sigma : spreads)
-    for (const double nd : ns) {
+  for (const double sigma : o.spreads)
+    for (const double nd : o.ns) {
       const auto n = static_cast<std::size_t>(nd);
-      simulated.push_back(simulate("welch", sigma, 0, n, trials, seed, stream++, options, drop));
-      for (const double rho : rhos) simulated.push_back(simulate("paired", sigma, rho, n, trials, seed, stream++, options, drop));
+      simulated.push_back(simulate("welch", sigma, 0, n, o.trials, o.seed, stream++, options, o.drop));
+      for (const double rho : o.rhos)
+        simulated.push_back(simulate("paired", sigma, rho, n, o.trials, o.seed, stream++, options, o.drop));
       if (progress) std::cerr << "\rσ " << sigma << " n " << n << "      " << std::flush;
     }
   if (progress) std::cerr << "\r                         \r";
+  return simulated;
+}
 
-  std::vector<Row> pooled;
-  std::size_t pool_size = 0, pool_diverged = 0;
-  if (!pool_dir.empty()) {
-    std::vector<double> pool;
-    std::error_code ec;
-    if (!fs::is_directory(pool_dir, ec)) {
-      std::cerr << "gate_calibration: error: --pool '" << pool_dir << "' is not a directory\n";
-      return 2;
-    }
-    try {
-      collect_pool(pool_dir, pool, pool_diverged);
-    } catch (const std::exception& e) {
-      std::cerr << "gate_calibration: error: --pool: " << e.what() << "\n";
-      return 2;
-    }
-    pool_size = pool.size();
-    if (pool_size < 4) {
-      std::cerr << "gate_calibration: error: --pool '" << pool_dir << "' holds " << pool_size
-                << " usable runs; at least 4 (2 per side) are needed\n";
-      return 2;
-    }
-    for (const double nd : ns) {
-      const auto n = static_cast<std::size_t>(nd);
-      if (2 * n > pool_size) continue;
-      pooled.push_back(resample_pool(pool, n, trials, seed, 1000000 + n, options, drop));
-    }
+// The rows resampled from the real runs of --pool.
+struct PooledRows {
+  std::vector<Row> rows;
+  std::size_t size = 0, diverged = 0;  // usable runs, and diverged runs left out
+};
+
+// Reads the pool and resamples it; an empty string, or why the pool cannot be used.
+std::string pooled_rows(const Options& o, const EquivalenceOptions& options, PooledRows& pooled) {
+  std::vector<double> pool;
+  std::error_code ec;
+  if (!fs::is_directory(o.pool_dir, ec)) return "--pool '" + o.pool_dir + "' is not a directory";
+  try {
+    collect_pool(o.pool_dir, pool, pooled.diverged);
+  } catch (const std::exception& e) {
+    return std::string("--pool: ") + e.what();
   }
+  pooled.size = pool.size();
+  if (pooled.size < 4)
+    return "--pool '" + o.pool_dir + "' holds " + std::to_string(pooled.size) +
+           " usable runs; at least 4 (2 per side) are needed";
+  for (const double nd : o.ns) {
+    const auto n = static_cast<std::size_t>(nd);
+    if (2 * n > pooled.size) continue;
+    pooled.rows.push_back(resample_pool(pool, n, o.trials, o.seed, 1000000 + n, options, o.drop));
+  }
+  return "";
+}
 
+std::string report_markdown(const Options& o, const std::string& command, const std::vector<Row>& simulated,
+                            const PooledRows& pooled) {
   std::ostringstream md;
-  md << (pool_dir.empty() ? "# Parity gate calibration (simulated)\n\n" : "# Parity gate calibration on real runs\n\n")
+  md << (o.pool_dir.empty() ? "# Parity gate calibration (simulated)\n\n" : "# Parity gate calibration on real runs\n\n")
      << "Measured by `experiments/gate_calibration.cpp` with:\n\n```sh\n" << command << "\n```\n\n"
-     << "margin " << number(margin) << " points, alpha " << number(alpha) << " (interval level "
-     << number(100 * (1 - 2 * alpha)) << "%), drop " << number(drop) << " points, " << trials
-     << " trials per row and truth, seed " << seed << ". The decision measured is the gate's own "
+     << "margin " << number(o.margin) << " points, alpha " << number(o.alpha) << " (interval level "
+     << number(100 * (1 - 2 * o.alpha)) << "%), drop " << number(o.drop) << " points, " << o.trials
+     << " trials per row and truth, seed " << o.seed << ". The decision measured is the gate's own "
      << "(`metrics::welch_tost` / `metrics::paired_tost`). Monte Carlo standard error of a rate p: "
      << "sqrt(p(1-p)/trials).\n\n"
      << "- **null**: both sides drawn from the same distribution (equivalent by construction). "
         "**fail (exit≠0)** counts not-equivalent and inconclusive verdicts: the false-failure rate of a CI "
         "job that fails on any non-zero exit.\n"
-     << "- **drop**: the candidate exactly " << number(drop) << " points lower. **caught (exit 1)** counts "
+     << "- **drop**: the candidate exactly " << number(o.drop) << " points lower. **caught (exit 1)** counts "
         "\"not equivalent\" verdicts.\n"
      << "- **gap = margin**: true difference equal to the margin; the TOST passes it at most alpha of the time.\n"
      << "- **goals met**: fail (exit≠0) < 1% and caught (exit 1) ≥ 95%.\n\n";
   md << "## Simulated ensembles (normal seed-to-seed spread)\n\n"
      << "welch: different seeds per side; paired: the same seeds, per-seed correlation ρ between the sides.\n\n"
      << table(simulated, false) << "\n";
-  if (!pool_dir.empty()) {
-    md << "## Resampled real runs (`--pool " << pool_dir << "`)\n\n"
-       << pool_size << " usable runs (" << pool_diverged << " diverged runs left out); each trial draws 2n distinct "
+  if (!o.pool_dir.empty()) {
+    md << "## Resampled real runs (`--pool " << o.pool_dir << "`)\n\n"
+       << pooled.size << " usable runs (" << pooled.diverged << " diverged runs left out); each trial draws 2n distinct "
        << "runs without replacement, n per side. Draws share runs across trials, so the rates describe this pool.\n\n";
-    if (pooled.empty()) md << "(the pool is too small for every n asked)\n";
-    else md << table(pooled, true) << "\n";
+    if (pooled.rows.empty()) md << "(the pool is too small for every n asked)\n";
+    else md << table(pooled.rows, true) << "\n";
   }
-  std::cout << md.str();
-  if (!out.empty()) {
+  return md.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "gate_calibration: false-failure and detection rates of the parity gate's decision (Welch/paired TOST)\n"
+      "on simulated ensembles, and with --pool on resampled real FP32 runs. Writes a Markdown table."};
+  Options o;
+  add_options(app, o);
+  try {
+    app.parse(argc, argv);
+    if (!(o.margin > 0 && std::isfinite(o.margin))) throw CLI::ValidationError("--margin", "must be > 0");
+    if (!(o.alpha > 0 && o.alpha < 0.5)) throw CLI::ValidationError("--alpha", "must lie in (0, 0.5)");
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    parse_lists(o);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  const std::string command = rerun_command(argc, argv);
+  const EquivalenceOptions options(o.margin, o.alpha, false);
+  const std::vector<Row> simulated = simulated_rows(o, options);
+  PooledRows pooled;
+  if (!o.pool_dir.empty())
+    if (const std::string why = pooled_rows(o, options, pooled); !why.empty()) {
+      std::cerr << "gate_calibration: error: " << why << "\n";
+      return 2;
+    }
+
+  const std::string md = report_markdown(o, command, simulated, pooled);
+  std::cout << md;
+  if (!o.out.empty()) {
     try {
-      mpverify::record::write_file_atomically(out, md.str());
+      mpverify::record::write_file_atomically(o.out, md);
     } catch (const std::exception& e) {
       std::cerr << "gate_calibration: error: --out: " << e.what() << "\n";
       return 2;

@@ -1,4 +1,4 @@
-// Experiment 1 of issue 8 (experiments/underflow/): the gradient census
+// Experiment 1 (experiments/underflow/): the gradient census
 // against an independent recount (the compiler's _Float16 as the fp16
 // oracle, std::ilogb for the binades, the grouping rules written again here),
 // the premise that FP32 gradients scale exactly with a power-of-two loss

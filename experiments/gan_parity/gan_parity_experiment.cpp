@@ -30,6 +30,7 @@
 #include "report/svg_image_grid.h"
 #include "report/svg_line_chart.h"
 #include "report/text_format.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/feature_extractor.h"
 #include "training/trainer.h"
@@ -43,7 +44,7 @@ using report::general;
 
 namespace {
 
-constexpr std::size_t kBatch = 64;
+constexpr std::size_t kBatch = training::kExperimentBatch;
 constexpr std::size_t kTestSize = 2000;  // the fixed MNIST test split
 constexpr double kAdamLr = 2e-4, kAdamBeta1 = 0.5, kAdamBeta2 = 0.999;
 constexpr double kIntervalLevel = 0.90;  // of each FID's bootstrap interval (the gate's 90% intervals too)
@@ -52,14 +53,9 @@ constexpr const char* kExtractorFile = "fid-cnn.safetensors";
 }  // namespace
 
 training::TrainConfig gan_train_config(const GanParityConfig& c, const GanSide& side, std::uint64_t seed) {
-  training::TrainConfig t;
-  t.model = "dcgan";
-  t.data = "mnist";
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = kTestSize;
-  t.steps = c.steps;
-  t.batch_size = kBatch;
+  training::TrainConfig t = training::experiment_config({.model = "dcgan", .data = "mnist", .data_dir = c.data_dir,
+                                                         .train_size = c.train_size, .test_size = kTestSize,
+                                                         .steps = c.steps});
   t.seed = seed;
   t.optimizer = training::OptimizerKind::adam;
   t.adam.lr = kAdamLr;

@@ -1,4 +1,4 @@
-// Experiment 5 of issue 8: GAN FID parity. The DCGAN (nn::make_dcgan) trained
+// Experiment 5: GAN FID parity. The DCGAN (nn::make_dcgan) trained
 // on MNIST in fp32 on the reference backend and in o2 mixed precision with
 // the torch loss scaler on the fp16 emulator, the same seeds on both sides
 // (same initial weights, batches and latent codes), then:

@@ -67,55 +67,88 @@ struct KidTest {
 
 }  // namespace
 
-GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vector<GanSide>& sides,
-                                        const fs::path& extractor, GanParityResult result,
-                                        const std::function<void(const std::string&)>& say) {
+namespace {
+
+// What the report reads back from the run directories, and the gates it evaluates on them.
+struct GanEvidence {
+  std::map<std::string, std::vector<json>> summaries;  // side -> summary.json of every seed
+  std::map<std::string, std::vector<json>> steps;      // side -> seed 1's steps.jsonl
+  // The margins as the rule gives them (NaN when an fp32 run has no value),
+  // and as the gates used them (a placeholder then: the gate says "not equivalent" anyway).
+  double fid_margin_value = 0, kid_margin_value = 0;
+  double fid_margin = 1, kid_margin = 1;
+  std::vector<metrics::GateResult> fid_gates;                // paired over the seeds, per candidate
+  std::vector<std::vector<metrics::GateResult>> seed_gates;  // per candidate, per seed
+  std::vector<KidTest> kid_tests;                            // per candidate
+
+  // Not const: a summary without an "evaluation" reads as null, as it always has.
+  const json& evaluation(const std::string& side, std::uint64_t seed) { return summaries[side][seed - 1]["evaluation"]; }
+};
+
+std::string margin_text(double v, double percent) {
+  return std::isfinite(v) ? general(v) + " (" + general(percent) + "% of the fp32 runs' mean)"
+                          : std::string("- (an fp32 run has no value)");
+}
+
+std::string figure_link(const fs::path& report, const char* what, const char* alt) {
+  std::string s = "![";
+  s += alt;
+  s += "](";
+  s += report::figure_path(report, what).filename().string();
+  s += ")\n\n";
+  return s;
+}
+
+// summary.json of every run, by side and seed (read back: the report says what the files hold).
+void read_runs(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev) {
   const std::size_t n_seeds = c.seeds;
-  // summary.json of every run, by side and seed (read back: the report says what the files hold).
-  std::map<std::string, std::vector<json>> summaries, steps;
+  std::map<std::string, std::vector<json>>& summaries = ev.summaries;
+  std::map<std::string, std::vector<json>>& steps = ev.steps;
   for (const GanSide& side : sides)
     for (std::uint64_t s = 1; s <= n_seeds; ++s) {
       const fs::path dir = training::seed_directory(c.runs / side.name, s);
       summaries[side.name].push_back(metrics::read_json_document(dir / "summary.json"));
       if (s == 1) steps[side.name] = record::read_steps(dir);
     }
-  const auto evaluation = [&](const std::string& side, std::uint64_t seed) -> const json& {
-    return summaries[side][seed - 1]["evaluation"];
-  };
+}
 
-  // The margins: a percentage of the fp32 runs' mean FID and KID. A
-  // diverged fp32 run leaves no mean; the gate then says "not equivalent"
-  // whatever the margin, so any positive placeholder serves (and is printed as "-").
+// The margins: a percentage of the fp32 runs' mean FID and KID. A
+// diverged fp32 run leaves no mean; the gate then says "not equivalent"
+// whatever the margin, so any positive placeholder serves (and is printed as "-").
+void set_margins(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev) {
+  const std::size_t n_seeds = c.seeds;
+  const auto evaluation = [&](const std::string& side, std::uint64_t seed) -> const json& {
+    return ev.evaluation(side, seed);
+  };
   std::vector<double> base_fid, base_kid;
   for (std::uint64_t s = 1; s <= n_seeds; ++s) {
     base_fid.push_back(number_at(evaluation(sides[0].name, s), "fid").value_or(std::nan("")));
     base_kid.push_back(number_at(evaluation(sides[0].name, s), "kid").value_or(std::nan("")));
   }
-  const double fid_margin_value = gan_margin(c.fid_margin_percent, base_fid);
-  const double kid_margin_value = gan_margin(c.kid_margin_percent, base_kid);
-  const double fid_margin = std::isfinite(fid_margin_value) ? fid_margin_value : 1.0;
-  const double kid_margin = std::isfinite(kid_margin_value) ? kid_margin_value : 1.0;
-  const auto margin_text = [](double v, double percent) {
-    return std::isfinite(v) ? general(v) + " (" + general(percent) + "% of the fp32 runs' mean)"
-                            : std::string("- (an fp32 run has no value)");
-  };
+  ev.fid_margin_value = gan_margin(c.fid_margin_percent, base_fid);
+  ev.kid_margin_value = gan_margin(c.kid_margin_percent, base_kid);
+  ev.fid_margin = std::isfinite(ev.fid_margin_value) ? ev.fid_margin_value : 1.0;
+  ev.kid_margin = std::isfinite(ev.kid_margin_value) ? ev.kid_margin_value : 1.0;
+}
 
-  // The gates: FID paired over the seeds (the verdict), FID per seed on the
-  // bootstrap standard errors, and KID paired over the seeds.
+// The gates: FID paired over the seeds (the verdict), FID per seed on the
+// bootstrap standard errors, and KID paired over the seeds.
+void evaluate_gates(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, const std::function<void(const std::string&)>& say) {
+  const std::size_t n_seeds = c.seeds;
+  const auto evaluation = [&](const std::string& side, std::uint64_t seed) -> const json& {
+    return ev.evaluation(side, seed);
+  };
   const metrics::Ensemble baseline = metrics::read_named_ensemble(c.runs, sides[0].name, true);
   metrics::GateOptions fid_options;
   fid_options.metric = metrics::GateMetric::fid;
-  fid_options.margin = fid_margin;
+  fid_options.margin = ev.fid_margin;
   fid_options.alpha = c.alpha;
-  std::vector<metrics::GateResult> fid_gates;
-  std::vector<std::vector<metrics::GateResult>> seed_gates;
-  std::vector<KidTest> kid_tests;
   for (std::size_t k = 1; k < sides.size(); ++k) {
-    fid_gates.push_back(metrics::evaluate_gate(baseline, metrics::read_named_ensemble(c.runs, sides[k].name, true), fid_options));
-    say(metrics::gate_verdict_line(fid_gates.back()));
-    seed_gates.emplace_back();
+    ev.fid_gates.push_back(metrics::evaluate_gate(baseline, metrics::read_named_ensemble(c.runs, sides[k].name, true), fid_options));
+    say(metrics::gate_verdict_line(ev.fid_gates.back()));
+    ev.seed_gates.emplace_back();
     for (std::uint64_t s = 1; s <= n_seeds; ++s)
-      seed_gates.back().push_back(metrics::evaluate_gate(read_one(c.runs, sides[0].name, s),
+      ev.seed_gates.back().push_back(metrics::evaluate_gate(read_one(c.runs, sides[0].name, s),
                                                          read_one(c.runs, sides[k].name, s), fid_options));
     KidTest kid;
     std::vector<double> b, a;
@@ -129,23 +162,17 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
         a.push_back(*ka);
       }
     }
-    if (kid.diverged.empty()) kid.test = metrics::paired_tost(b, a, {kid_margin, c.alpha});
-    kid_tests.push_back(kid);
+    if (kid.diverged.empty()) kid.test = metrics::paired_tost(b, a, {ev.kid_margin, c.alpha});
+    ev.kid_tests.push_back(kid);
   }
+}
 
-  say("figures and report");
-  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
-  std::vector<fs::path>& files = result.files;
-  const auto link = [&](const char* what, const char* alt) {
-    std::string s = "![";
-    s += alt;
-    s += "](";
-    s += report::figure_path(c.report, what).filename().string();
-    s += ")\n\n";
-    return s;
-  };
+// --- Figures -------------------------------------------------------------------
 
-  // FID over training, every run.
+// FID over training, every run.
+void draw_fid_chart(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::vector<fs::path>& files) {
+  const std::size_t n_seeds = c.seeds;
+  std::map<std::string, std::vector<json>>& summaries = ev.summaries;
   report::LineChart fid_chart{"FID over training (N = " + std::to_string(c.fid_samples) +
                                   " generated vs 2000 test images; lower is better)",
                               "step", "FID (our MNIST feature extractor)", false, {}};
@@ -159,8 +186,10 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
       fid_chart.series.push_back(series);
     }
   report::write_output(report::figure_path(c.report, "fid"), report::svg_line_chart(fid_chart), files);
+}
 
-  // Samples of seed 1: the same latent codes on every side, and |side - fp32|.
+// Samples of seed 1: the same latent codes on every side, and |side - fp32|.
+void draw_samples(const GanParityConfig& c, const std::vector<GanSide>& sides, std::vector<fs::path>& files) {
   report::ImageGridFigure grid;
   grid.title = "Generated digits, seed 1, step " + std::to_string(c.steps) + ": the same " + std::to_string(c.grid) +
                " latent codes on each side";
@@ -180,8 +209,11 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   }
   grid.note = "Pixel value 1 is white (MNIST's ink); each cell is one latent code, the same cell on every panel.";
   report::write_output(report::figure_path(c.report, "samples"), report::svg_image_grid(grid), files);
+}
 
-  // Losses of seed 1.
+// Losses of seed 1.
+void draw_losses(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::vector<fs::path>& files) {
+  std::map<std::string, std::vector<json>>& steps = ev.steps;
   report::LineChart loss{"Losses per step, seed 1 (binary cross-entropy with logits)", "step", "loss", false, {}};
   for (const GanSide& side : sides) {
     loss.series.push_back(report::series_of(side.title + ": discriminator (real and generated batch)",
@@ -190,8 +222,12 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
                                             report::step_values(steps[side.name], "loss_g"), side.emulated));
   }
   report::write_output(report::figure_path(c.report, "loss"), report::svg_line_chart(loss), files);
+}
 
-  // The loss scale of the mixed-precision runs.
+// The loss scale of the mixed-precision runs.
+void draw_loss_scale(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::vector<fs::path>& files) {
+  const std::size_t n_seeds = c.seeds;
+  std::map<std::string, std::vector<json>>& steps = ev.steps;
   report::LineChart scale{"Loss scale per step (torch GradScaler, one scaler for both losses)", "step", "loss scale",
                           true, {}};
   for (const GanSide& side : sides) {
@@ -206,19 +242,21 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
     }
   }
   report::write_output(report::figure_path(c.report, "scale"), report::svg_line_chart(scale), files);
+}
 
-  // The extractor, named by its bytes.
-  const std::string extractor_sha = io::sha256_file_hex(extractor);
-  training::FeatureExtractor fx = training::FeatureExtractor::load(extractor);
-  const auto meta = [&](const char* key) {
-    const auto it = fx.metadata().find(key);
-    return it == fx.metadata().end() ? std::string("?") : it->second;
-  };
+// --- The report's sections -------------------------------------------------------
 
-  // --- the report ---
-  const metrics::GateResult& main_gate = fid_gates.front();
-  std::string md = "# GAN FID parity: the DCGAN on MNIST in fp32 and in o2 mixed precision\n\n";
-  md += "Written by `build/experiments/gan_parity` (experiment 5 of issue 8). Every number and figure below is read "
+// The title, the verdict and why this margin.
+void verdict_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
+  const std::size_t n_seeds = c.seeds;
+  const metrics::GateResult& main_gate = ev.fid_gates.front();
+  const double fid_margin_value = ev.fid_margin_value;
+  const double kid_margin_value = ev.kid_margin_value;
+  const double fid_margin = ev.fid_margin;
+  const std::vector<metrics::GateResult>& fid_gates = ev.fid_gates;
+  const std::vector<KidTest>& kid_tests = ev.kid_tests;
+  md += "# GAN FID parity: the DCGAN on MNIST in fp32 and in o2 mixed precision\n\n";
+  md += "Written by `build/experiments/gan_parity` (experiment 5). Every number and figure below is read "
         "from the run directories it trained; the same seeds give the same report, byte for byte. No GPU was used: "
         "the mixed-precision side is the bit-exact fp16 emulator.\n\n";
   md += "## Verdict\n\n```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";
@@ -251,7 +289,11 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
         "spread), which makes the verdict approximate at the stated alpha. For scale: the fp32 FIDs' standard "
         "deviation over the seeds was " + (main_gate.test ? general(main_gate.test->sd_baseline) : std::string("-")) +
         "; the rule of thumb of `fid-and-parity.md` is a margin of about twice that.\n\n";
+}
 
+void claims_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
+  const std::size_t n_seeds = c.seeds;
+  std::map<std::string, std::vector<json>>& summaries = ev.summaries;
   md += "## The literature's claims and ours\n\n";
   md += "| claim | literature | here |\n|---|---|---|\n";
   {
@@ -287,7 +329,16 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
     md += "| mixed precision produced recognisable classes where FP32 still produced noise (same wall time) | AC-GAN, "
           "Quick-Draw, 7 minutes on a V100 | not tested: both sides here run the same number of steps |\n\n";
   }
+}
 
+void what_ran_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, const fs::path& extractor, const std::string& extractor_sha,
+                      const training::FeatureExtractor& fx, std::string& md) {
+  const std::size_t n_seeds = c.seeds;
+  std::map<std::string, std::vector<json>>& summaries = ev.summaries;
+  const auto meta = [&](const char* key) {
+    const auto it = fx.metadata().find(key);
+    return it == fx.metadata().end() ? std::string("?") : it->second;
+  };
   md += "## What ran\n\n";
   md += "- Model: the project's DCGAN (`nn::make_dcgan`): generator latent 32 → linear 3136 → batch norm → ReLU → "
         "transposed conv 64→32 (4×4, stride 2) → batch norm → ReLU → transposed conv 32→1 → tanh; discriminator conv "
@@ -363,7 +414,9 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
     }
   }
   md += "\n\n";
+}
 
+void loss_scaling_section(std::string& md) {
   md += "## Loss scaling with two losses\n\n";
   md += "Our DCGAN (`training/trainer.cpp`) has **one loss scaler for both losses**: the discriminator's loss is "
         "scaled by the current scale, its gradients unscaled and checked, and the scaler stepped; then the "
@@ -372,7 +425,15 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
         "gradients halves the scale both use. GauGAN's apex recipe (`num_losses=2`) keeps one scaler per loss, so "
         "one player's overflow does not lower the other's scale; we have not implemented that variant. The steps log "
         "both scales (`scale` for the discriminator's step, `scale_g` for the generator's).\n\n";
+}
 
+void runs_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
+  const std::size_t n_seeds = c.seeds;
+  std::map<std::string, std::vector<json>>& summaries = ev.summaries;
+  const auto evaluation = [&](const std::string& side, std::uint64_t seed) -> const json& {
+    return ev.evaluation(side, seed);
+  };
+  const std::vector<std::vector<metrics::GateResult>>& seed_gates = ev.seed_gates;
   md += "## Runs\n\n";
   md += "| seed |";
   for (const GanSide& side : sides) md += " " + side.title + " FID [90% bootstrap] |";
@@ -421,7 +482,12 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
         fixed(100.0 / std::sqrt(2.0 * static_cast<double>(c.bootstrap - 1)), 0) + "%). Its replicates sit above the "
         "full-set FID (a resample holds about 63% distinct images, and FID grows as N falls), which is why a "
         "run's FID can lie near the low end of its interval. KID's ± is the standard deviation over its subsets.\n\n";
+}
 
+void fid_over_training_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
+  const std::size_t n_seeds = c.seeds;
+  std::map<std::string, std::vector<json>>& summaries = ev.summaries;
+  const auto link = [&](const char* what, const char* alt) { return figure_link(c.report, what, alt); };
   md += "## FID over training\n\n" + link("fid", "FID over training");
   md += "| step |";
   for (const GanSide& side : sides) md += " " + side.title + " FID, seeds 1–" + std::to_string(n_seeds) + " |";
@@ -459,12 +525,19 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   md += "\nSolid lines: " + sides[0].title + "; dashed: the mixed-precision side. Each checkpoint uses the same " +
         std::to_string(c.fid_samples) + " latent codes as the final evaluation, so the curves of one seed differ only "
         "by the weights the two sides reached.\n\n";
+}
 
+void samples_section(const GanParityConfig& c, std::string& md) {
+  const auto link = [&](const char* what, const char* alt) { return figure_link(c.report, what, alt); };
   md += "## Samples\n\n" + link("samples", "Generated digits from the same latent codes on each side");
   md += "Seed 1's generators after the last step, on the first " + std::to_string(c.grid) + " latent codes of the "
         "evaluation (the same codes on every side, so cell k of one panel and cell k of another show what the two "
         "generators make of the same input). The difference panel shows where the sides' pixels part.\n\n";
+}
 
+void losses_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
+  std::map<std::string, std::vector<json>>& steps = ev.steps;
+  const auto link = [&](const char* what, const char* alt) { return figure_link(c.report, what, alt); };
   md += "## Losses and loss scale\n\n" + link("loss", "Losses per step") + link("scale", "Loss scale per step");
   for (std::size_t k = 1; k < sides.size(); ++k) {
     const std::vector<json>& st = steps[sides[k].name];
@@ -478,7 +551,10 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
           power_of_two_text(sc.back()) + " at the last step.\n";
   }
   md += "\n";
+}
 
+void literature_section(const GanParityConfig& c, std::string& md) {
+  const std::size_t n_seeds = c.seeds;
   md += "## Where we differ from the literature\n\n";
   md += "- Scale: a small 28×28 DCGAN trained for " + std::to_string(c.steps) + " steps on a CPU, not "
         "GauGAN at 512×512 for days on 8 V100s. The claim reproduced is its shape (FID of the mixed-precision run "
@@ -491,9 +567,17 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   md += "- Seeds: " + std::to_string(n_seeds) + " per side. With so few the paired interval is wide (a t quantile "
         "with " + std::to_string(n_seeds - 1) + " degrees of freedom); an inconclusive verdict says the runs cannot "
         "tell, not that the sides differ. The spread of the per-seed differences is estimated from " + std::to_string(n_seeds - 1) + " degree(s) of freedom, so the interval's width is itself very uncertain: a narrow interval can come from differences that happen to be close.\n";
-  report::write_output(c.report, md, files);
+}
 
-  // --json
+// What --json prints.
+nlohmann::ordered_json gan_parity_json(const std::vector<GanSide>& sides, GanEvidence& ev, const std::string& extractor_sha,
+                                       const GanParityResult& result) {
+  const metrics::GateResult& main_gate = ev.fid_gates.front();
+  const double fid_margin_value = ev.fid_margin_value;
+  const double kid_margin_value = ev.kid_margin_value;
+  const std::vector<metrics::GateResult>& fid_gates = ev.fid_gates;
+  const std::vector<std::vector<metrics::GateResult>>& seed_gates = ev.seed_gates;
+  const std::vector<KidTest>& kid_tests = ev.kid_tests;
   nlohmann::ordered_json j;
   j["verdict"] = metrics::to_string(main_gate.verdict);
   j["line"] = metrics::gate_verdict_line(main_gate);
@@ -529,8 +613,45 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
                     {"fid", r.summary["evaluation"]["fid"]}, {"kid", r.summary["evaluation"]["kid"]},
                     {"skipped_steps", r.summary["skipped_steps"]}, {"final_scale", r.summary["final_scale"]}});
   j["runs"] = runs;
-  j["files"] = files;
-  result.json = j;
+  j["files"] = result.files;
+  return j;
+}
+
+}  // namespace
+
+GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vector<GanSide>& sides,
+                                        const fs::path& extractor, GanParityResult result,
+                                        const std::function<void(const std::string&)>& say) {
+  GanEvidence ev;
+  read_runs(c, sides, ev);
+  set_margins(c, sides, ev);
+  evaluate_gates(c, sides, ev, say);
+
+  say("figures and report");
+  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+  std::vector<fs::path>& files = result.files;
+  draw_fid_chart(c, sides, ev, files);
+  draw_samples(c, sides, files);
+  draw_losses(c, sides, ev, files);
+  draw_loss_scale(c, sides, ev, files);
+
+  // The extractor, named by its bytes.
+  const std::string extractor_sha = io::sha256_file_hex(extractor);
+  const training::FeatureExtractor fx = training::FeatureExtractor::load(extractor);
+
+  std::string md;
+  verdict_section(c, sides, ev, md);
+  claims_section(c, sides, ev, md);
+  what_ran_section(c, sides, ev, extractor, extractor_sha, fx, md);
+  loss_scaling_section(md);
+  runs_section(c, sides, ev, md);
+  fid_over_training_section(c, sides, ev, md);
+  samples_section(c, md);
+  losses_section(c, sides, ev, md);
+  literature_section(c, md);
+  report::write_output(c.report, md, files);
+
+  result.json = gan_parity_json(sides, ev, extractor_sha, result);
   return result;
 }
 

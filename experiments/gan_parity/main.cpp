@@ -1,4 +1,4 @@
-// build/experiments/gan_parity: the GAN FID parity experiment (issue 8, experiment 5).
+// build/experiments/gan_parity: the GAN FID parity experiment (experiment 5).
 #include <iostream>
 
 #include "experiment_main.h"

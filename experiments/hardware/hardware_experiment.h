@@ -1,4 +1,4 @@
-// Experiment 6 (issue 8): the emulator against the hardware. The emulated
+// Experiment 6: the emulator against the hardware. The emulated
 // GEMM and conv2d, under each accumulation model the emulator offers (plain
 // fp32 accumulation with one rounding per step; the tensor-core model of
 // Fasi, Higham, Mikaitis and Pranesh with blocks of 4, 8 and 16 products,

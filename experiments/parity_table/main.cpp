@@ -1,5 +1,5 @@
-// build/experiments/parity_table: the accuracy parity table (experiment 4 of
-// issue 8). The work is run_parity_table (parity_table_experiment.h).
+// build/experiments/parity_table: the accuracy parity table (experiment 4).
+// The work is run_parity_table (parity_table_experiment.h).
 #include <iostream>
 #include <sstream>
 #include <string>

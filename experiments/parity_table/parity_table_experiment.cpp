@@ -17,6 +17,7 @@
 #include "report/svg_interval_plot.h"
 #include "report/svg_line_chart.h"
 #include "report/text_format.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/run_queue.h"
@@ -41,16 +42,9 @@ struct Side {
 };
 
 training::TrainConfig base_config(const ParityTableConfig& c) {
-  training::TrainConfig t;
-  t.model = c.model;
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = ops::SgdParams{0.05, 0.9};
+  training::TrainConfig t = training::experiment_config({.model = c.model, .data = c.data, .data_dir = c.data_dir,
+                                                         .train_size = c.train_size, .test_size = c.test_size,
+                                                         .steps = c.steps});
   t.recorders = false;
   return t;
 }
@@ -199,15 +193,20 @@ void validate_parity_table(const ParityTableConfig& c) {
   }
 }
 
-ParityTableResult run_parity_table(const ParityTableConfig& c, const std::function<void(const std::string&)>& progress) {
-  validate_parity_table(c);
-  const auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
-  const std::vector<Side> sides = sides_of(c);
-  ParityTableResult result;
+namespace {
 
-  // The runs, slowest recipes first.
+using Say = std::function<void(const std::string&)>;
+
+// Per-seed test accuracies by side (points; nullopt: diverged).
+using Accuracies = std::map<std::string, std::vector<std::optional<double>>>;
+
+// The interval's level as the report prints it ("90%").
+std::string interval_level(const ParityTableConfig& c) { return general(100 * (1 - 2 * c.alpha)) + "%"; }
+
+std::string model_title(const ParityTableConfig& c) { return c.model == "cnn" ? "CNN" : "MLP"; }
+
+// Trains every run (replacing the sides' directories) into result.runs, the slowest recipes first.
+void train_runs(const ParityTableConfig& c, const std::vector<Side>& sides, ParityTableResult& result, const Say& say) {
   struct Job {
     const Side* side;
     std::uint64_t seed;
@@ -232,15 +231,19 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
       training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); });
   for (std::size_t i = 0; i < jobs.size(); ++i)
     result.runs.push_back({jobs[i].side->name, jobs[i].seed, finished[i].wall_seconds, finished[i].summary});
+}
 
-  // Each side an ensemble directory, as `train --seeds` writes it, so that
-  // `mpverify gate` reproduces every verdict from the directories.
+// Each side an ensemble directory, as `train --seeds` writes it, so that
+// `mpverify gate` reproduces every verdict from the directories.
+void write_manifests(const ParityTableConfig& c, const std::vector<Side>& sides) {
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   for (const Side& side : sides) training::write_ensemble_manifest(c.runs / side.name, seeds);
+}
 
-  // The gate, on directories named relative to `runs` (the report does not
-  // depend on where the runs were written).
+// The gate, on directories named relative to `runs` (the report does not
+// depend on where the runs were written).
+void gate_sides(const ParityTableConfig& c, const std::vector<Side>& sides, ParityTableResult& result, const Say& say) {
   say("parity gates");
   const auto read_side = [&](const std::string& name) { return metrics::read_named_ensemble(c.runs, name, true); };
   const metrics::Ensemble baseline = read_side(kBaseline);
@@ -259,41 +262,43 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
                            metrics::evaluate_gate(baseline, candidate, loss)});
     say(sides[k].recipe + ": " + metrics::gate_verdict_line(result.rows.back().accuracy));
   }
+}
 
-  // Per-seed accuracies (points; nullopt: diverged).
-  std::map<std::string, std::vector<std::optional<double>>> accuracy;
+Accuracies accuracies_of(const ParityTableConfig& c, const std::vector<Side>& sides, const ParityTableResult& result) {
+  Accuracies accuracy;
   for (const Side& side : sides) accuracy[side.name].resize(c.seeds);
   for (const ParityTableRun& r : result.runs) accuracy[r.side][r.seed - 1] = accuracy_points(r.summary);
-  const auto difference = [&](const std::string& side, std::size_t i) -> double {
-    const auto a = accuracy[side][i], b = accuracy[kBaseline][i];
-    return a && b ? *a - *b : std::numeric_limits<double>::quiet_NaN();
-  };
+  return accuracy;
+}
 
+// Mixed − FP32 of one seed (NaN when either diverged).
+double accuracy_difference(const Accuracies& accuracy, const std::string& side, std::size_t i) {
+  const auto a = accuracy.at(side)[i], b = accuracy.at(kBaseline)[i];
+  return a && b ? *a - *b : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::int64_t skipped_steps(const std::vector<ParityTableRun>& runs, const std::string& side, std::size_t seed) {
+  for (const ParityTableRun& r : runs)
+    if (r.side == side && r.seed == seed) return r.summary.value("skipped_steps", std::int64_t{0});
+  return 0;
+}
+
+// The model's size, for the report (built once more, as the sides train it).
+std::size_t parameter_count_of(const std::vector<Side>& sides) {
   std::size_t parameter_count = 0;
-  {
-    training::TrainConfig t = sides.front().config;
-    t.seed = 1;
-    training::Trainer model(t);
-    for (const nn::Parameter* p : model.parameters()) parameter_count += p->size();
-  }
+  training::TrainConfig t = sides.front().config;
+  t.seed = 1;
+  training::Trainer model(t);
+  for (const nn::Parameter* p : model.parameters()) parameter_count += p->size();
+  return parameter_count;
+}
 
-  const auto skipped_of = [&](const std::string& side, std::size_t seed) -> std::int64_t {
-    for (const ParityTableRun& r : result.runs)
-      if (r.side == side && r.seed == seed) return r.summary.value("skipped_steps", std::int64_t{0});
-    return 0;
-  };
-  const auto skipped_total = [&](const std::string& side) {
-    std::int64_t total = 0;
-    for (std::size_t s = 1; s <= c.seeds; ++s) total += skipped_of(side, s);
-    return total;
-  };
+// --- Figures -------------------------------------------------------------------
 
-  // Figures.
-  say("figures and report");
-  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+void draw_differences(const ParityTableConfig& c, const Accuracies& accuracy, ParityTableResult& result) {
   std::vector<fs::path>& files = result.files;
-  const std::string ci = general(100 * (1 - 2 * c.alpha)) + "%";
-
+  const std::string ci = interval_level(c);
+  const auto difference = [&](const std::string& side, std::size_t i) { return accuracy_difference(accuracy, side, i); };
   report::IntervalPlot plot;
   plot.title = "Test accuracy, mixed − FP32, per seed (dots) and the paired mean with its " + ci + " interval";
   plot.y_label = "difference (percentage points)";
@@ -312,9 +317,10 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
     }
     plot.groups.push_back(g);
   }
-  const fs::path differences_svg = report::figure_path(c.report, "differences");
-  report::write_output(differences_svg, report::svg_interval_plot(plot), files);
+  report::write_output(report::figure_path(c.report, "differences"), report::svg_interval_plot(plot), files);
+}
 
+void draw_losses(const ParityTableConfig& c, const std::vector<Side>& sides, ParityTableResult& result) {
   report::LineChart loss_chart{"Training loss per step, seed 1 (the same initial weights and batches on every side)",
                                "step", "loss (softmax cross-entropy, mini-batch)", false, {}};
   for (const Side& side : sides)
@@ -322,15 +328,18 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
         side.recipe + (side.recipe == "fp32" ? " (ref)" : " (emu)"),
         report::step_values(record::read_steps(training::seed_directory(c.runs / side.name, 1)), "loss"),
         side.recipe != "fp32" && side.recipe != "o2"));
-  const fs::path loss_svg = report::figure_path(c.report, "loss");
-  report::write_output(loss_svg, report::svg_line_chart(loss_chart), files);
+  report::write_output(report::figure_path(c.report, "loss"), report::svg_line_chart(loss_chart), result.files);
+}
 
-  // The report.
-  const std::string model_text = c.model == "cnn" ? "CNN" : "MLP";
-  std::string md = "# Accuracy parity table: FP32 against o1, o2, bf16 and fp8 on the MNIST " + model_text + "\n\n";
-  md += "Written by `build/experiments/parity_table` (experiment 4 of issue 8). Every number and figure below comes "
-        "from the run directories it trained; the same configuration gives the same report, byte for byte.\n\n";
+// --- The report's sections -------------------------------------------------------
 
+void table_section(const ParityTableConfig& c, const ParityTableResult& result, std::string& md) {
+  const std::string ci = interval_level(c);
+  const auto skipped_total = [&](const std::string& side) {
+    std::int64_t total = 0;
+    for (std::size_t s = 1; s <= c.seeds; ++s) total += skipped_steps(result.runs, side, s);
+    return total;
+  };
   md += "## The table\n\n";
   md += "Test accuracy (%) on the " + std::to_string(c.test_size) + " held-out images, mean ± sample standard "
         "deviation over seeds 1–" + std::to_string(c.seeds) + "; the difference is the paired mean of (mixed − FP32) "
@@ -364,14 +373,23 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
   for (const ParityTableRow& row : result.rows)
     md += row.recipe + ": " + metrics::gate_verdict_line(row.accuracy) + "\n";
   md += "```\n\n";
-  md += "![Per-seed differences, intervals and the margin band](" + differences_svg.filename().string() + ")\n\n";
+  md += "![Per-seed differences, intervals and the margin band](" +
+        report::figure_path(c.report, "differences").filename().string() + ")\n\n";
   md += "The same gates as the study prints them, with the mean training loss over the last 10% of the steps "
         "gated alongside (margin ±" + general(c.loss_margin) + "; reported, the accuracy row is the verdict):\n\n";
   md += report::gate_table_header(c.alpha);
   for (const ParityTableRow& row : result.rows)
     md += report::gate_table_row(row.accuracy) + "\n" + report::gate_table_row(row.loss) + "\n";
+}
 
-  // What the literature reports, and what our table can say beside it.
+// The range of the published differences (points).
+struct LiteratureRange {
+  double lo = 0, hi = 0;
+};
+
+// What the literature reports, and what our table can say beside it.
+LiteratureRange literature_section(const ParityTableConfig& c, const ParityTableResult& result, std::string& md) {
+  const std::string model_text = model_title(c);
   md += "\n## The literature's tables beside ours\n\n";
   md += "| source | model | FP32 | mixed | difference (points) | spread given |\n|---|---|---:|---:|---:|---|\n";
   double lit_lo = std::numeric_limits<double>::infinity(), lit_hi = -lit_lo;
@@ -401,7 +419,14 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
         "models; NVIDIA's seed-to-seed spreads (± 0.04–0.16) are of the size of the differences themselves, and "
         "Micikevicius et al.'s Table 1 gives no spread or interval, so neither can tell a recipe's effect from a "
         "seed's at that size.\n\n";
+  return {lit_lo, lit_hi};
+}
 
+void can_and_cannot_section(const ParityTableConfig& c, const ParityTableResult& result, const Accuracies& accuracy,
+                            const LiteratureRange& literature, std::size_t parameter_count, std::string& md) {
+  const std::string ci = interval_level(c);
+  const std::string model_text = model_title(c);
+  const double lit_lo = literature.lo, lit_hi = literature.hi;
   md += "## What this table can and cannot say\n\n";
   std::vector<double> half_widths, sd_diffs;
   for (const ParityTableRow& row : result.rows)
@@ -417,9 +442,9 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
     baseline_sd = row.accuracy.test->sd_baseline;
     std::vector<double> b, m;
     for (std::size_t i = 0; i < c.seeds; ++i)
-      if (accuracy[kBaseline][i] && accuracy[row.side][i]) {
-        b.push_back(*accuracy[kBaseline][i]);
-        m.push_back(*accuracy[row.side][i]);
+      if (accuracy.at(kBaseline)[i] && accuracy.at(row.side)[i]) {
+        b.push_back(*accuracy.at(kBaseline)[i]);
+        m.push_back(*accuracy.at(row.side)[i]);
       }
     const std::optional<double> r = pearson(b, m);
     if (!correlations.empty()) correlations += ", ";
@@ -478,7 +503,9 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
   md += "- **Emulated, not measured on hardware**: every mixed run is the bit-exact software emulator (`emu`); no "
         "GPU was used, and this table says nothing about one (a GPU's accumulation order and rounding are not the "
         "emulator's, so its per-seed numbers would differ).\n\n";
+}
 
+void what_ran_section(const ParityTableConfig& c, const ParityTableResult& result, std::string& md) {
   md += "## What ran\n\n";
   md += "- Model and data: the `" + c.model + "` on `" + c.data + "` (" + std::to_string(c.train_size) +
         " training images at most, " + std::to_string(c.test_size) + " test images: the fixed stratified split), " +
@@ -513,7 +540,12 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
         "100 and 0.7–0.8 after 140–160, so halving the seeds to double the steps would narrow the spread by a "
         "quarter at most while widening the interval by more than √2 (fewer seeds, larger t quantile). Margin ±" +
         general(c.margin) + " point: the study's and the gate calibration's.\n\n";
+}
 
+void runs_section(const ParityTableConfig& c, const std::vector<Side>& sides, const ParityTableResult& result,
+                  const Accuracies& accuracy, std::string& md) {
+  const auto difference = [&](const std::string& side, std::size_t i) { return accuracy_difference(accuracy, side, i); };
+  const auto skipped_of = [&](const std::string& side, std::size_t seed) { return skipped_steps(result.runs, side, seed); };
   md += "## Runs\n\n| seed | fp32 (ref) |";
   for (const ParityTableRow& row : result.rows) md += " " + row.recipe + " |";
   for (const ParityTableRow& row : result.rows) md += " " + row.recipe + " − fp32 |";
@@ -524,7 +556,7 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
   for (std::size_t i = 0; i < c.seeds; ++i) {
     std::string line = "| " + std::to_string(i + 1) + " |";
     for (const Side& side : sides) {
-      const auto a = accuracy[side.name][i];
+      const auto a = accuracy.at(side.name)[i];
       add_cell(line, a ? fixed(*a, 2) : std::string("diverged"));
     }
     for (const ParityTableRow& row : result.rows) {
@@ -538,12 +570,16 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
         "scaler dropped (an inf or NaN in a gradient at the scale: GradScaler starts at 2^16 and halves on an overflow); "
         "the recipes without a loss scaler never skip. The final loss scale of each run is in its `summary.json` and "
         "in `--json`.\n\n";
+}
 
+void loss_curves_section(const ParityTableConfig& c, std::string& md) {
   md += "## Loss curves\n\n";
-  md += "![Training loss per step, seed 1](" + loss_svg.filename().string() + ")\n\n";
+  md += "![Training loss per step, seed 1](" + report::figure_path(c.report, "loss").filename().string() + ")\n\n";
   md += "Seed 1 of every side: the same initial weights and the same batches, so the curves start together and part "
         "as rounding differences accumulate.\n\n";
+}
 
+void differences_section(const ParityTableConfig& c, std::string& md) {
   md += "## Where we differ from the literature\n\n";
   md += "- The literature's pairs (ImageNet CNNs in Table 1, BERT fine-tuning, ResNet-50) come without a spread "
         "for Table 1 or as means ± sd of a few runs; their differences are "
@@ -554,10 +590,10 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
         "`torch` GradScaler, as PyTorch AMP does by default.\n";
   md += "- fp8 and bf16 have no row in Micikevicius et al.'s table; they are here because the issue asks for them, "
         "against the same FP32 baseline.\n";
-  report::write_output(c.report, md, files);
-  result.report_text = md;
+}
 
-  // --json
+// What --json prints.
+nlohmann::ordered_json parity_table_json(const ParityTableResult& result) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const ParityTableRow& row : result.rows)
@@ -570,8 +606,47 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
                     {"test_accuracy", r.summary["evaluation"]["test_accuracy"]},
                     {"skipped_steps", r.summary["skipped_steps"]}, {"final_scale", r.summary["final_scale"]}});
   j["runs"] = runs;
-  j["files"] = files;
-  result.json = j;
+  j["files"] = result.files;
+  return j;
+}
+
+}  // namespace
+
+ParityTableResult run_parity_table(const ParityTableConfig& c, const std::function<void(const std::string&)>& progress) {
+  validate_parity_table(c);
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const std::vector<Side> sides = sides_of(c);
+  ParityTableResult result;
+
+  train_runs(c, sides, result, say);
+  write_manifests(c, sides);
+  gate_sides(c, sides, result, say);
+  const Accuracies accuracy = accuracies_of(c, sides, result);
+  const std::size_t parameter_count = parameter_count_of(sides);
+
+  // Figures.
+  say("figures and report");
+  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+  draw_differences(c, accuracy, result);
+  draw_losses(c, sides, result);
+
+  const std::string model_text = model_title(c);
+  std::string md = "# Accuracy parity table: FP32 against o1, o2, bf16 and fp8 on the MNIST " + model_text + "\n\n";
+  md += "Written by `build/experiments/parity_table` (experiment 4). Every number and figure below comes "
+        "from the run directories it trained; the same configuration gives the same report, byte for byte.\n\n";
+  table_section(c, result, md);
+  const LiteratureRange literature = literature_section(c, result, md);
+  can_and_cannot_section(c, result, accuracy, literature, parameter_count, md);
+  what_ran_section(c, result, md);
+  runs_section(c, sides, result, accuracy, md);
+  loss_curves_section(c, md);
+  differences_section(c, md);
+  report::write_output(c.report, md, result.files);
+  result.report_text = md;
+
+  result.json = parity_table_json(result);
   return result;
 }
 

@@ -1,4 +1,4 @@
-// Experiment 4 of issue 8: the accuracy parity table. FP32 against each
+// Experiment 4: the accuracy parity table. FP32 against each
 // mixed-precision recipe (o1, o2, bf16-o2, fp8) on the MNIST CNN over several
 // paired seeds, in the form of the literature's tables (Micikevicius et al.,
 // "Mixed Precision Training", Table 1; NVIDIA's published AMP results):

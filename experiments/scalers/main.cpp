@@ -1,4 +1,4 @@
-// build/experiments/scalers: experiment 3 of issue 8, loss-scale strategies
+// build/experiments/scalers: experiment 3, loss-scale strategies
 // (scalers_experiment.h says what runs).
 #include <iostream>
 

@@ -8,6 +8,7 @@
 #include "record/run_log.h"
 #include "report/output_files.h"
 #include "scalers_report.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/run_queue.h"
 #include "training/trainer.h"
@@ -29,18 +30,10 @@ std::string scale_option(double v) {
 }
 
 training::TrainConfig base_config(const ScalersConfig& c, const ScenarioSpec& scenario) {
-  training::TrainConfig t;
-  t.model = c.model;
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
+  training::TrainConfig t = training::experiment_config(
+      {.model = c.model, .data = c.data, .data_dir = c.data_dir, .train_size = c.train_size,
+       .test_size = c.test_size, .steps = scenario.steps, .lr = scenario.lr});
   t.input_scale = scenario.input_scale;
-  t.steps = scenario.steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = ops::SgdParams{scenario.lr, 0.9};
-  t.study_format = "fp16";
   t.histograms = false;  // the report draws no histograms; the rates need only the counts
   return t;
 }

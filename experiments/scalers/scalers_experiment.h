@@ -1,4 +1,4 @@
-// Experiment 3 of issue 8: loss-scale strategies side by side.
+// Experiment 3: loss-scale strategies side by side.
 //
 // Every fp16 strategy (none, static S, torch, apex, keras, deepspeed,
 // megatron; torch once more at its defaults) trains the same model under o2

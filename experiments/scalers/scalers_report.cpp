@@ -191,25 +191,42 @@ report::LineChart scale_chart(const Runs& runs, const std::string& scenario, con
 
 }  // namespace
 
-ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<ScalersRun>& all,
-                                   std::vector<fs::path>& files) {
-  const Runs runs{all};
-  ScalersReport out;
-  const std::vector<StrategySpec> fp16 = fp16_strategies(c);
-  const std::vector<StrategySpec> fp8 = fp8_strategies();
-  const std::vector<ScenarioSpec> scenes = scenarios(c);
-  const StrategySpec fp32{"fp32", "fp32 (ref)", "fp32", "none", {}};
-  std::vector<StrategySpec> with_fp32{fp32};
-  with_fp32.insert(with_fp32.end(), fp16.begin(), fp16.end());
-  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+namespace {
 
-  // --- the self-consistency of the replay: every run, its own trace -----------------------
-  out.replay_checks = nlohmann::ordered_json::array();
-  out.replays_agree = true;
+// The sides of the report's tables and figures.
+struct Strategies {
+  std::vector<StrategySpec> fp16, fp8;
+  std::vector<ScenarioSpec> scenes;     // normal, backward, forward
+  std::vector<StrategySpec> with_fp32;  // the fp32 baseline, then fp16
+  std::vector<StrategySpec> every;      // with_fp32, then fp8
+};
+
+Strategies strategies_of(const ScalersConfig& c) {
+  Strategies strategies;
+  strategies.fp16 = fp16_strategies(c);
+  strategies.fp8 = fp8_strategies();
+  strategies.scenes = scenarios(c);
+  const StrategySpec fp32{"fp32", "fp32 (ref)", "fp32", "none", {}};
+  strategies.with_fp32 = {fp32};
+  strategies.with_fp32.insert(strategies.with_fp32.end(), strategies.fp16.begin(), strategies.fp16.end());
+  strategies.every = strategies.with_fp32;
+  strategies.every.insert(strategies.every.end(), strategies.fp8.begin(), strategies.fp8.end());
+  return strategies;
+}
+
+// The self-consistency of the replay: every run, its own trace.
+struct OwnReplays {
   std::map<std::string, std::pair<std::size_t, std::size_t>> agree_by_side;  // side -> (agreeing, runs)
   std::vector<std::string> disagreements;
-  std::vector<StrategySpec> every = with_fp32;
-  every.insert(every.end(), fp8.begin(), fp8.end());
+};
+
+OwnReplays replay_own_traces(const std::vector<ScalersRun>& all, const Strategies& strategies, ScalersReport& out) {
+  const std::vector<StrategySpec>& every = strategies.every;
+  OwnReplays own;
+  auto& agree_by_side = own.agree_by_side;
+  std::vector<std::string>& disagreements = own.disagreements;
+  out.replay_checks = nlohmann::ordered_json::array();
+  out.replays_agree = true;
   for (const ScalersRun& r : all) {
     const StrategySpec* spec = nullptr;
     for (const StrategySpec& s : every)
@@ -227,8 +244,15 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
                                  {"agrees", check.agrees}, {"steps_compared", check.steps_compared},
                                  {"first_difference", check.first_difference}});
   }
+  return own;
+}
 
-  // --- figures ------------------------------------------------------------------------------
+// --- Figures -------------------------------------------------------------------
+
+void draw_normal_figures(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::vector<fs::path>& files) {
+  const std::vector<StrategySpec>& fp16 = strategies.fp16;
+  const std::vector<StrategySpec>& fp8 = strategies.fp8;
+  const std::vector<StrategySpec>& with_fp32 = strategies.with_fp32;
   report::write_output(report::figure_path(c.report, "normal-scale"),
                        report::svg_line_chart(scale_chart(runs, "normal", fp16,
                                                           "Loss scale per step, normal model (o2, seed 1)")),
@@ -249,6 +273,10 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     }
     report::write_output(report::figure_path(c.report, "normal-accuracy"), report::svg_line_chart(acc), files);
   }
+}
+
+void draw_overflow_figures(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::vector<fs::path>& files) {
+  const std::vector<StrategySpec>& fp16 = strategies.fp16;
   report::write_output(report::figure_path(c.report, "backward-scale"),
                        report::svg_line_chart(scale_chart(runs, "backward", fp16,
                                                           "Loss scale per step, backward-overflow model (seed 1)")),
@@ -267,29 +295,48 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
                        report::svg_line_chart(scale_chart(runs, "forward", fp16,
                                                           "Loss scale per step, forward-overflow model (seed 1)")),
                        files);
+}
 
-  // --- the cross-strategy replay of one recorded trace --------------------------------------
+// The cross-strategy replay of one recorded trace: the backward torch run's found_inf flags.
+struct CrossReplay {
+  std::vector<training::TraceStep> trace;
+  std::size_t trace_infs = 0;
+  std::vector<std::pair<const StrategySpec*, training::Replay>> replays;
+};
+
+CrossReplay replay_backward_trace(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::vector<fs::path>& files) {
+  const std::vector<StrategySpec>& fp16 = strategies.fp16;
+  CrossReplay cross;
   const ScalersRun* source = runs.find("backward", "torch", 1);
   if (!source) throw std::logic_error("scalers report: the backward torch run is missing");
-  const std::vector<training::TraceStep> trace = found_inf_trace(source->steps);
-  std::size_t trace_infs = 0;
-  for (const training::TraceStep& t : trace) trace_infs += t.value == 1 ? 1 : 0;
-  std::vector<std::pair<const StrategySpec*, training::Replay>> replays;
+  cross.trace = found_inf_trace(source->steps);
+  for (const training::TraceStep& t : cross.trace) cross.trace_infs += t.value == 1 ? 1 : 0;
   report::LineChart replay_chart{"Every strategy fed the found_inf flags of the backward-overflow torch run (seed 1)",
                                  "step", "loss scale the step would run with", true, {}};
   for (const StrategySpec& s : fp16) {
     auto scaler = training::make_scaler(s.scaler, s.options);
-    training::Replay r = training::replay(*scaler, trace, s.scaler);
+    training::Replay r = training::replay(*scaler, cross.trace, s.scaler);
     std::vector<double> scales;
     for (const training::ReplayStep& step : r.steps) scales.push_back(step.scale);
     replay_chart.series.push_back(report::series_of(s.title, scales, dashed_side(s.side)));
-    replays.emplace_back(&s, std::move(r));
+    cross.replays.emplace_back(&s, std::move(r));
   }
   report::write_output(report::figure_path(c.report, "replay"), report::svg_line_chart(replay_chart), files);
+  return cross;
+}
 
-  // --- the FP8 amax replay --------------------------------------------------------------------
+// The FP8 amax replay: the loss gradient's recorded amax through each FP8 scaling rule.
+struct AmaxReplay {
   std::vector<double> amax;
   bool have_amax = false;
+  std::string amax_table;
+};
+
+AmaxReplay replay_amax(const ScalersConfig& c, const Runs& runs, std::vector<fs::path>& files) {
+  AmaxReplay replay;
+  std::vector<double>& amax = replay.amax;
+  bool& have_amax = replay.have_amax;
+  std::string& amax_table = replay.amax_table;
   if (const ScalersRun* r = runs.find("normal", kAmaxSide, 1)) {
     for (const json& line : record::read_json_lines(r->dir / "tensors.jsonl"))
       if (line.value("layer", "") == kAmaxLayer && line.value("tensor", "") == kAmaxTensor)
@@ -308,7 +355,6 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
       {"current, power of two", "current", {{"fp8", "e5m2"}, {"pow2", "true"}}},
       {"mxfp8 (one block's amax; 1 / X)", "mxfp8", {{"fp8", "e5m2"}}, true},
   };
-  std::string amax_table;
   if (have_amax) {
     std::vector<training::TraceStep> amax_trace;
     for (std::size_t k = 0; k < amax.size(); ++k) amax_trace.push_back({static_cast<int>(k) + 1, amax[k]});
@@ -342,15 +388,15 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     }
     report::write_output(report::figure_path(c.report, "fp8-scales"), report::svg_line_chart(fp8_chart), files);
   }
+  return replay;
+}
 
-  // --- the report ---------------------------------------------------------------------------------
-  const ScenarioSpec& normal = scenes[0];
-  const ScenarioSpec& backward = scenes[1];
-  const ScenarioSpec& forward = scenes[2];
-  std::string md = "# Loss-scale strategies: normal skips, backward and forward overflow, replays\n\n";
-  md += "Written by `build/experiments/scalers` (experiment 3 of issue 8). Every number and figure below comes from "
-        "the run directories it trained; the same options give the same report, byte for byte.\n\n";
+// --- The report's sections -------------------------------------------------------
 
+void what_ran_section(const ScalersConfig& c, const Strategies& strategies, std::string& md) {
+  const ScenarioSpec& normal = strategies.scenes[0];
+  const ScenarioSpec& backward = strategies.scenes[1];
+  const ScenarioSpec& forward = strategies.scenes[2];
   md += "## What ran\n\n";
   md += "- Model: the `" + c.model + "` (784 → 128 → ReLU → 10, no normalization) on `" + c.data + "` (" +
         std::to_string(c.train_size) + " training images at most, test set " + std::to_string(c.test_size) +
@@ -403,8 +449,11 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
         "keras have none); the accuracy gap is paired on the seeds, with the two-sided 90% Student-t interval of "
         "the mean difference (n − 1 degrees of freedom; none for one seed); the underflow rate is the mean over "
         "the steps of the fraction of non-zero gradient values that became zero in fp16 at the step's scale.\n\n";
+}
 
-  // Normal.
+void normal_section(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::string& md) {
+  const std::vector<StrategySpec>& fp16 = strategies.fp16;
+  const std::vector<StrategySpec>& with_fp32 = strategies.with_fp32;
   md += "## The normal model\n\n";
   md += strategy_table(runs, "normal", with_fp32, false);
   md += "\n" + link(c.report, "normal-scale", "Loss scale per step, normal model");
@@ -427,17 +476,19 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     md += "\n";
   }
   md += link(c.report, "normal-accuracy", "Test accuracy during training, normal model");
+}
 
-  // Backward overflow.
+void backward_section(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::string& md) {
   md += "## A model made to overflow in the backward pass\n\n";
   md += "The images × " + scale_text(c.backward_input_scale) + ". The forward pass stays finite; the gradients are "
         "about " + scale_text(c.backward_input_scale) + " times larger, so a scale that fit the normal model "
         "overflows them.\n\n";
-  md += strategy_table(runs, "backward", with_fp32, true);
+  md += strategy_table(runs, "backward", strategies.with_fp32, true);
   md += "\n" + link(c.report, "backward-scale", "Loss scale per step, backward-overflow model");
   md += link(c.report, "backward-skipped", "Cumulative skipped steps, backward-overflow model");
+}
 
-  // Forward overflow.
+void forward_section(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::string& md) {
   md += "## A model made to overflow in the forward pass\n\n";
   md += "The images × " + scale_text(c.forward_input_scale) + ": the brightest pixels and fc1's output exceed "
         "fp16's 65504 before any loss scale is applied, so the logits and the loss are not finite whatever the "
@@ -446,7 +497,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
         "(seed 1):\n\n";
   md += "| strategy | steps run | skipped | aborted at step | scale at step 0 → after the last step | steps at the "
         "floor | first non-finite value of a step: steps | test accuracy % |\n|---|---:|---:|---:|---|---:|---|---:|\n";
-  for (const StrategySpec& s : with_fp32) {
+  for (const StrategySpec& s : strategies.with_fp32) {
     const ScalersRun* r = runs.find("forward", s.side, 1);
     if (!r) continue;
     const TrajectoryStats t = stats_of(*r, s);
@@ -464,8 +515,13 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
     md += row + "\n";
   }
   md += "\n" + link(c.report, "forward-scale", "Loss scale per step, forward-overflow model");
+}
 
-  // Replays.
+void replays_section(const ScalersConfig& c, const Strategies& strategies, const CrossReplay& cross, const OwnReplays& own,
+                     bool replays_agree, std::string& md) {
+  const std::vector<StrategySpec>& every = strategies.every;
+  const std::vector<training::TraceStep>& trace = cross.trace;
+  const std::size_t trace_infs = cross.trace_infs;
   md += "## One recorded trace replayed through every strategy\n\n";
   md += "The found_inf flags of the backward-overflow `torch (interval " + std::to_string(c.growth_interval) +
         ")` run, seed 1 (" + std::to_string(trace.size()) + " steps, " + std::to_string(trace_infs) +
@@ -475,7 +531,7 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
   md += link(c.report, "replay", "Replayed scale trajectories");
   md += "| strategy | skipped steps | steps at the floor | lowest scale | final scale | aborted at step |\n"
         "|---|---:|---:|---:|---:|---:|\n";
-  for (const auto& [s, r] : replays) {
+  for (const auto& [s, r] : cross.replays) {
     double lowest = r.steps.empty() ? 0 : r.steps.front().scale;
     for (const training::ReplayStep& step : r.steps) lowest = std::min(lowest, step.scale);
     const double fl = floor_of(*s);
@@ -487,59 +543,63 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
   md += "\n**The replay against the training.** Every run's own found_inf flags, replayed through a fresh instance "
         "of its strategy, must give the scale of every step (exactly), its skip flag, the aborting step and the "
         "final scale that the training recorded. " +
-        std::string(out.replays_agree ? "They do, for every run:" : "**They do not for every run:**") + "\n\n";
+        std::string(replays_agree ? "They do, for every run:" : "**They do not for every run:**") + "\n\n";
   md += "| side | runs whose replay agrees (every scenario and seed) |\n|---|---:|\n";
   for (const StrategySpec& s : every)
-    if (const auto it = agree_by_side.find(s.side); it != agree_by_side.end())
+    if (const auto it = own.agree_by_side.find(s.side); it != own.agree_by_side.end())
       md += "| " + s.title + " | " + std::to_string(it->second.first) + " of " + std::to_string(it->second.second) + " |\n";
-  for (const std::string& d : disagreements) md += "\n- " + d;
+  for (const std::string& d : own.disagreements) md += "\n- " + d;
   md += "\n";
+}
 
-  // FP8.
-  if (c.fp8) {
-    md += "## FP8 scaling\n\n";
-    md += "FP8 scales are per tensor and per step, not one loss scale: what compares across the strategies is "
-          "skipped steps (the loss scaler is `none`: scale 1, but a step whose gradients hold an inf or NaN is "
-          "still skipped), the accuracy, and the scale each rule picks for the same amax sequence. The emulator's "
-          "E4M3 and E5M2 casts do not saturate by default (E4M3 has no infinity: an overflow is NaN; E5M2 "
-          "overflows to inf); the `:saturate` formats clamp to ±448 / ±57344 instead, as saturating hardware "
-          "conversions do.\n\n";
-    md += "| recipe | skipped steps (per seed) | first non-finite value of a step (seed 1): steps | test accuracy % "
-          "(mean) | − fp32, points [90% CI] |\n|---|---:|---|---:|---:|\n";
-    std::vector<std::optional<double>> base;
-    for (const ScalersRun* r : runs.seeds_of("normal", "fp32")) base.push_back(accuracy_of(*r));
-    for (const StrategySpec& s : fp8) {
-      const std::vector<const ScalersRun*> seeds = runs.seeds_of("normal", s.side);
-      if (seeds.empty()) continue;
-      const SeedOutcomes o = outcomes_of(seeds);
-      const std::map<std::string, std::size_t> origins = nonfinite_origins(seeds.front()->steps);
-      md += "| " + s.title + " (`" + s.recipe + "`) | " + o.skipped + " | " + origins_text(origins) + " | " +
-            (o.finite ? fixed(100.0 * o.sum / static_cast<double>(o.finite), 2) : std::string("diverged")) + " | " +
-            gap_text(paired_gap(base, o.accuracy)) + " |\n";
-    }
-    if (have_amax) {
-      const auto [lo, hi] = std::minmax_element(amax.begin(), amax.end());
-      md += "\nThe amax replay: the largest |value| of the loss gradient (`" + std::string(kAmaxLayer) + " " +
-            kAmaxTensor + "`, the E5M2 operand of fc2's backward GEMMs) at each of the " +
-            std::to_string(amax.size()) + " steps of the saturating fp8 delayed run, seed 1 (from its tensors.jsonl: between " +
-            general(*lo) + " and " + general(*hi) + "), fed to each FP8 rule for E5M2 (max 57344). The recorder "
-            "reads the values before they are stored in bf16, so an amax may differ from the operand's by one bf16 "
-            "rounding; the scales the training used per operand are not logged, so this replay is not checked "
-            "against them. MXFP8 is shown as the encoding scale 1 / X of a single 32-element block whose amax is "
-            "the tensor's (the block holding the largest value); its other blocks get their own X.\n\n";
-      md += link(c.report, "fp8-scales", "FP8 scales for one amax sequence");
-      md += amax_table;
-      md += "\nDelayed scaling runs each step with the scale computed from the amaxes of the steps before it "
-            "(the step-0 scale is 1), so a tensor whose amax grows past its history's maximum by more than the "
-            "rounding margin (E5M2: 61440 / 57344, 7%) overflows the format at that step: with a saturating cast a few values are clamped, with a non-saturating one "
-            "the step has an inf or NaN and is skipped (the table above). Current scaling uses this step's own "
-            "amax and does not overflow.\n";
-    }
-    md += "\nMXFP8 is not a training recipe here (the emulator scales FP8 operands per tensor, not per 32-element "
-          "block), so it appears only in the replay.\n\n";
+void fp8_section(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, const AmaxReplay& replay, std::string& md) {
+  const std::vector<StrategySpec>& fp8 = strategies.fp8;
+  const std::vector<double>& amax = replay.amax;
+  md += "## FP8 scaling\n\n";
+  md += "FP8 scales are per tensor and per step, not one loss scale: what compares across the strategies is "
+        "skipped steps (the loss scaler is `none`: scale 1, but a step whose gradients hold an inf or NaN is "
+        "still skipped), the accuracy, and the scale each rule picks for the same amax sequence. The emulator's "
+        "E4M3 and E5M2 casts do not saturate by default (E4M3 has no infinity: an overflow is NaN; E5M2 "
+        "overflows to inf); the `:saturate` formats clamp to ±448 / ±57344 instead, as saturating hardware "
+        "conversions do.\n\n";
+  md += "| recipe | skipped steps (per seed) | first non-finite value of a step (seed 1): steps | test accuracy % "
+        "(mean) | − fp32, points [90% CI] |\n|---|---:|---|---:|---:|\n";
+  std::vector<std::optional<double>> base;
+  for (const ScalersRun* r : runs.seeds_of("normal", "fp32")) base.push_back(accuracy_of(*r));
+  for (const StrategySpec& s : fp8) {
+    const std::vector<const ScalersRun*> seeds = runs.seeds_of("normal", s.side);
+    if (seeds.empty()) continue;
+    const SeedOutcomes o = outcomes_of(seeds);
+    const std::map<std::string, std::size_t> origins = nonfinite_origins(seeds.front()->steps);
+    md += "| " + s.title + " (`" + s.recipe + "`) | " + o.skipped + " | " + origins_text(origins) + " | " +
+          (o.finite ? fixed(100.0 * o.sum / static_cast<double>(o.finite), 2) : std::string("diverged")) + " | " +
+          gap_text(paired_gap(base, o.accuracy)) + " |\n";
   }
+  if (replay.have_amax) {
+    const auto [lo, hi] = std::minmax_element(amax.begin(), amax.end());
+    md += "\nThe amax replay: the largest |value| of the loss gradient (`" + std::string(kAmaxLayer) + " " +
+          kAmaxTensor + "`, the E5M2 operand of fc2's backward GEMMs) at each of the " +
+          std::to_string(amax.size()) + " steps of the saturating fp8 delayed run, seed 1 (from its tensors.jsonl: between " +
+          general(*lo) + " and " + general(*hi) + "), fed to each FP8 rule for E5M2 (max 57344). The recorder "
+          "reads the values before they are stored in bf16, so an amax may differ from the operand's by one bf16 "
+          "rounding; the scales the training used per operand are not logged, so this replay is not checked "
+          "against them. MXFP8 is shown as the encoding scale 1 / X of a single 32-element block whose amax is "
+          "the tensor's (the block holding the largest value); its other blocks get their own X.\n\n";
+    md += link(c.report, "fp8-scales", "FP8 scales for one amax sequence");
+    md += replay.amax_table;
+    md += "\nDelayed scaling runs each step with the scale computed from the amaxes of the steps before it "
+          "(the step-0 scale is 1), so a tensor whose amax grows past its history's maximum by more than the "
+          "rounding margin (E5M2: 61440 / 57344, 7%) overflows the format at that step: with a saturating cast a few values are clamped, with a non-saturating one "
+          "the step has an inf or NaN and is skipped (the table above). Current scaling uses this step's own "
+          "amax and does not overflow.\n";
+  }
+  md += "\nMXFP8 is not a training recipe here (the emulator scales FP8 operands per tensor, not per 32-element "
+        "block), so it appears only in the replay.\n\n";
+}
 
-  // The claims.
+void claims_section(const ScalersConfig& c, const Runs& runs, const Strategies& strategies, std::string& md) {
+  const std::vector<StrategySpec>& fp16 = strategies.fp16;
+  const ScenarioSpec& backward = strategies.scenes[1];
   md += "## The literature's claims and ours\n\n";
   md += "| claim (source) | theirs | ours |\n|---|---|---|\n";
   {
@@ -599,6 +659,33 @@ ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<Sca
         "numbers for skips or collapse, only reports, so there the comparison is of behaviour, not of figures. "
         "The accuracy intervals with " + seeds_text(c.seeds) + " are wide: a gap inside them is not a "
         "demonstrated equivalence.\n";
+}
+
+}  // namespace
+
+ScalersReport write_scalers_report(const ScalersConfig& c, const std::vector<ScalersRun>& all,
+                                   std::vector<fs::path>& files) {
+  const Runs runs{all};
+  ScalersReport out;
+  const Strategies strategies = strategies_of(c);
+  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+  const OwnReplays own = replay_own_traces(all, strategies, out);
+
+  draw_normal_figures(c, runs, strategies, files);
+  draw_overflow_figures(c, runs, strategies, files);
+  const CrossReplay cross = replay_backward_trace(c, runs, strategies, files);
+  const AmaxReplay amax = replay_amax(c, runs, files);
+
+  std::string md = "# Loss-scale strategies: normal skips, backward and forward overflow, replays\n\n";
+  md += "Written by `build/experiments/scalers` (experiment 3). Every number and figure below comes from "
+        "the run directories it trained; the same options give the same report, byte for byte.\n\n";
+  what_ran_section(c, strategies, md);
+  normal_section(c, runs, strategies, md);
+  backward_section(c, runs, strategies, md);
+  forward_section(c, runs, strategies, md);
+  replays_section(c, strategies, cross, own, out.replays_agree, md);
+  if (c.fp8) fp8_section(c, runs, strategies, amax, md);
+  claims_section(c, runs, strategies, md);
 
   report::write_output(c.report, md, files);
   return out;

@@ -1,4 +1,4 @@
-// build/experiments/swamping: experiment 2 of issue 8 (swamping_experiment.h).
+// build/experiments/swamping: experiment 2 (swamping_experiment.h).
 #include <iostream>
 
 #include "experiment_main.h"

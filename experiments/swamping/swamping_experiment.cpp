@@ -21,6 +21,7 @@
 #include "report/text_format.h"
 #include "swamping/census_json.h"
 #include "swamping/update_census.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/run_queue.h"
@@ -55,20 +56,12 @@ constexpr double kDiagnosisLr = 0.05, kDiagnosisMomentum = 0.9;  // the default 
 
 training::TrainConfig run_config(const SwampingConfig& c, const std::string& model, const Side& side, double lr,
                                  double momentum, std::size_t steps) {
-  training::TrainConfig t;
-  t.model = model;
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = ops::SgdParams{lr, momentum};
+  training::TrainConfig t = training::experiment_config({.model = model, .data = c.data, .data_dir = c.data_dir,
+                                                         .train_size = c.train_size, .test_size = c.test_size,
+                                                         .steps = steps, .lr = lr, .momentum = momentum});
   t.recipe = side.recipe;
   t.scaler = side.recipe == "fp32" ? "none" : "torch";
   t.backend = side.backend;
-  t.study_format = "fp16";
   t.recorders = true;   // the per-step lost-update rates the census is checked against
   t.record_every = 0;   // no per-tensor lines or histograms: nothing here reads them
   t.histograms = false;
@@ -209,18 +202,19 @@ void validate_swamping(const SwampingConfig& c) {
   }
 }
 
-SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(const std::string&)>& progress) {
-  validate_swamping(c);
-  const auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
+namespace {
+
+using Say = std::function<void(const std::string&)>;
+
+constexpr const char* kRateAxis = "fraction of non-zero updates (log; 0 not drawn)";
+
+// The runs, slowest first (the diagnosis CNN on the emulator, then the
+// emulator's sweep runs), so that the threads finish close together.
+std::vector<Run> plan_runs(const SwampingConfig& c) {
   const std::vector<Side>& sides = sweep_sides();
   const Side& fp32 = sides[0];
   const Side& o2 = sides[1];
   const Side& pure = sides[2];
-
-  // The runs, slowest first (the diagnosis CNN on the emulator, then the
-  // emulator's sweep runs), so that the threads finish close together.
   std::vector<Run> runs;
   const auto add = [&](const Side& side, double lr, std::uint64_t seed, bool diagnosis) {
     Run r;
@@ -238,6 +232,13 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     for (double lr : c.learning_rates)
       for (std::uint64_t s = 1; s <= c.seeds; ++s) add(*side, lr, s, false);
   }
+  return runs;
+}
+
+// Trains every run (replacing the sweep's directories), writes each run's
+// census.json and each side's ensemble manifest, as `train --seeds` does.
+std::vector<training::FinishedRun> train_runs(const SwampingConfig& c, std::vector<Run>& runs, const Say& say) {
+  const std::vector<Side>& sides = sweep_sides();
   for (double lr : c.learning_rates) fs::remove_all(c.runs / learning_rate_directory(lr));
   fs::remove_all(c.runs / "diagnosis");
   std::vector<training::QueuedRun> queue;
@@ -260,28 +261,36 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     runs[i].summary = finished[i].summary;
     record::write_file_atomically(runs[i].dir / "census.json", census_json(*runs[i].census).dump(1) + "\n");
   }
-  const auto find_run = [&](const Side& side, double lr, std::uint64_t seed, bool diagnosis) -> const Run& {
-    for (const Run& r : runs)
-      if (r.side == &side && r.lr == lr && r.seed == seed && r.diagnosis == diagnosis) return r;
-    throw std::logic_error("swamping: run missing");
-  };
 
   // Each side of each learning rate an ensemble directory, as `train --seeds` writes it.
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   for (double lr : c.learning_rates)
     for (const Side& side : sides) training::write_ensemble_manifest(c.runs / learning_rate_directory(lr) / side.name, seeds);
+  return finished;
+}
 
-  // Per learning rate: the gates, the accuracies, the pooled census rates.
-  say("swamping: gates, figures and report");
-  struct LrResult {
-    double lr = 0;
-    std::map<std::string, std::vector<std::optional<double>>> accuracy;  // side -> per seed
-    metrics::GateResult gate_o2, gate_pure;
-    std::map<std::string, CensusCount> pooled;  // side -> census totals over seeds
-    std::uint64_t pure_at_least = 0, pure_above = 0, pure_above_twice = 0;
-    double o2_if_fp16 = 0;  // the recorders' lost_update_rate_without_master, mean over steps and seeds
-  };
+const Run& find_run(const std::vector<Run>& runs, const Side& side, double lr, std::uint64_t seed, bool diagnosis) {
+  for (const Run& r : runs)
+    if (r.side == &side && r.lr == lr && r.seed == seed && r.diagnosis == diagnosis) return r;
+  throw std::logic_error("swamping: run missing");
+}
+
+// Per learning rate: the gates, the accuracies, the pooled census rates.
+struct LrResult {
+  double lr = 0;
+  std::map<std::string, std::vector<std::optional<double>>> accuracy;  // side -> per seed
+  metrics::GateResult gate_o2, gate_pure;
+  std::map<std::string, CensusCount> pooled;  // side -> census totals over seeds
+  std::uint64_t pure_at_least = 0, pure_above = 0, pure_above_twice = 0;
+  double o2_if_fp16 = 0;  // the recorders' lost_update_rate_without_master, mean over steps and seeds
+};
+
+std::vector<LrResult> learning_rate_results(const SwampingConfig& c, const std::vector<Run>& runs) {
+  const std::vector<Side>& sides = sweep_sides();
+  const Side& fp32 = sides[0];
+  const Side& o2 = sides[1];
+  const Side& pure = sides[2];
   std::vector<LrResult> per_lr;
   for (double lr : c.learning_rates) {
     LrResult res;
@@ -301,7 +310,7 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     std::size_t if_fp16_n = 0;
     for (const Side& side : sides)
       for (std::uint64_t s = 1; s <= c.seeds; ++s) {
-        const Run& r = find_run(side, lr, s, false);
+        const Run& r = find_run(runs, side, lr, s, false);
         res.accuracy[side.name].push_back(accuracy_of(r.summary));
         const CensusCount t = r.census->total();
         res.pooled[side.name].updates += t.updates;
@@ -323,10 +332,24 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     res.o2_if_fp16 = if_fp16_n ? if_fp16_sum / static_cast<double>(if_fp16_n) : std::nan("");
     per_lr.push_back(std::move(res));
   }
+  return per_lr;
+}
 
-  // The checks of the census against the recorders and against the weights.
+// The checks of the census against the recorders and against the weights.
+struct CensusChecks {
   std::size_t agree_steps = 0, agree_equal = 0;
   std::uint64_t checked_updates = 0, unchanged = 0, unchanged_kept = 0, changed_lost = 0, counted_lost = 0;
+};
+
+CensusChecks census_checks(const std::vector<Run>& runs) {
+  CensusChecks checks;
+  std::size_t& agree_steps = checks.agree_steps;
+  std::size_t& agree_equal = checks.agree_equal;
+  std::uint64_t& checked_updates = checks.checked_updates;
+  std::uint64_t& unchanged = checks.unchanged;
+  std::uint64_t& unchanged_kept = checks.unchanged_kept;
+  std::uint64_t& changed_lost = checks.changed_lost;
+  std::uint64_t& counted_lost = checks.counted_lost;
   for (const Run& r : runs) {
     const Agreement a = recorder_agreement(r);
     agree_steps += a.steps;
@@ -340,12 +363,32 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
       changed_lost += s.changed_but_counted_lost.value_or(0);
     }
   }
+  return checks;
+}
 
-  // The rule comparison, pooled over every fp16-pure run of the sweep.
+// The rule comparison, pooled over every fp16-pure run of the sweep.
+struct RuleComparison {
   std::array<std::array<CensusCount, 3>, 3> regions{};
   RatioProfile profile;
   CensusCount pure_total;
   std::uint64_t pure_at_least = 0, pure_above = 0, pure_above_twice = 0;
+  // Lost although |w|/|u| < 2^p: possible only for zero and subnormal w.
+  std::uint64_t lost_below = 0, lost_below_normal = 0, kept_above_twice = 0, kept_between = 0, lost_between = 0;
+
+  const CensusCount& region(WeightClass w, RatioRegion g) const {
+    return regions[static_cast<std::size_t>(w)][static_cast<std::size_t>(g)];
+  }
+};
+
+RuleComparison rule_comparison(const std::vector<Run>& runs) {
+  const Side& pure = sweep_sides()[2];
+  RuleComparison rule;
+  auto& regions = rule.regions;
+  RatioProfile& profile = rule.profile;
+  CensusCount& pure_total = rule.pure_total;
+  std::uint64_t& pure_at_least = rule.pure_at_least;
+  std::uint64_t& pure_above = rule.pure_above;
+  std::uint64_t& pure_above_twice = rule.pure_above_twice;
   for (const Run& r : runs) {
     if (r.side != &pure || r.diagnosis) continue;
     profile.first_log2 = r.census->profile().first_log2;
@@ -368,29 +411,31 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
       pure_above_twice += st.ratio_above_twice;
     }
   }
-  const auto region = [&](WeightClass w, RatioRegion g) -> const CensusCount& {
-    return regions[static_cast<std::size_t>(w)][static_cast<std::size_t>(g)];
-  };
-  // Lost although |w|/|u| < 2^p: possible only for zero and subnormal w.
-  std::uint64_t lost_below = 0, lost_below_normal = 0, kept_above_twice = 0, kept_between = 0, lost_between = 0;
+  const auto region = [&](WeightClass w, RatioRegion g) -> const CensusCount& { return rule.region(w, g); };
+  std::uint64_t& lost_below = rule.lost_below;
+  std::uint64_t& kept_above_twice = rule.kept_above_twice;
+  std::uint64_t& kept_between = rule.kept_between;
+  std::uint64_t& lost_between = rule.lost_between;
   for (WeightClass w : {WeightClass::zero, WeightClass::subnormal, WeightClass::normal}) {
     lost_below += region(w, RatioRegion::below).lost;
     kept_above_twice += region(w, RatioRegion::above).updates - region(w, RatioRegion::above).lost;
     kept_between += region(w, RatioRegion::between).updates - region(w, RatioRegion::between).lost;
     lost_between += region(w, RatioRegion::between).lost;
   }
-  lost_below_normal = region(WeightClass::normal, RatioRegion::below).lost;
+  rule.lost_below_normal = region(WeightClass::normal, RatioRegion::below).lost;
+  return rule;
+}
 
-  // Figures.
-  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
-  std::vector<fs::path> files;
-  const std::string rate_axis = "fraction of non-zero updates (log; 0 not drawn)";
+// --- Figures -------------------------------------------------------------------
 
+void draw_lost_per_step(const SwampingConfig& c, const std::vector<Run>& runs, std::vector<fs::path>& files) {
+  const Side& o2 = sweep_sides()[1];
+  const Side& pure = sweep_sides()[2];
   report::LineChart per_step{"Lost updates per step, seed 1: fp16-pure (fp16 weights) and o2 (fp32 master weights)",
-                             "step", rate_axis, false, {}};
+                             "step", kRateAxis, false, {}};
   per_step.log10_y = true;
   for (double lr : c.learning_rates) {
-    const Run& r = find_run(pure, lr, 1, false);
+    const Run& r = find_run(runs, pure, lr, 1, false);
     std::vector<std::pair<double, double>> pts;
     for (const CensusStep& s : r.census->steps())
       pts.emplace_back(static_cast<double>(s.step), rate(s.all.lost, s.all.updates));
@@ -400,14 +445,16 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
   // would not be told apart.
   for (double lr : {c.learning_rates.front(), c.learning_rates.back()}) {
     if (lr == c.learning_rates.back() && c.learning_rates.size() == 1) break;
-    const Run& r = find_run(o2, lr, 1, false);
+    const Run& r = find_run(runs, o2, lr, 1, false);
     std::vector<std::pair<double, double>> pts;
     for (const CensusStep& s : r.census->steps())
       pts.emplace_back(static_cast<double>(s.step), rate(s.all.lost, s.all.updates));
     per_step.series.push_back(series_from("o2 (fp32 master), lr " + lr_text(lr), pts, true));
   }
   report::write_output(report::figure_path(c.report, "lost-per-step"), report::svg_line_chart(per_step), files);
+}
 
+void draw_accuracy_gap(const SwampingConfig& c, const std::vector<LrResult>& per_lr, std::vector<fs::path>& files) {
   report::LineChart gap{"Test accuracy minus fp32's (paired over seeds; mean and 90% interval)",
                         "log10(learning rate)", "accuracy difference (percentage points)", false, {}};
   for (const auto& [title, pick, dashed] :
@@ -426,9 +473,15 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     gap.series.push_back(series_from(title + ": 90% interval, upper", upper, true));
   }
   report::write_output(report::figure_path(c.report, "accuracy-gap"), report::svg_line_chart(gap), files);
+}
 
+void draw_lost_vs_lr(const SwampingConfig& c, const std::vector<LrResult>& per_lr, std::vector<fs::path>& files) {
+  const std::vector<Side>& sides = sweep_sides();
+  const Side& fp32 = sides[0];
+  const Side& o2 = sides[1];
+  const Side& pure = sides[2];
   report::LineChart by_lr{"Lost updates by learning rate (pooled over steps and seeds)", "log10(learning rate)",
-                          rate_axis, false, {}};
+                          kRateAxis, false, {}};
   by_lr.log10_y = true;
   {
     std::vector<std::pair<double, double>> exact, at_least, above_twice, o2_master, fp32_own, o2_fp16;
@@ -450,7 +503,10 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     by_lr.series.push_back(series_from("fp32: lost in its fp32 weights", fp32_own));
   }
   report::write_output(report::figure_path(c.report, "lost-vs-lr"), report::svg_line_chart(by_lr), files);
+}
 
+void draw_ratio_rule(const SwampingConfig& c, const RatioProfile& profile, std::vector<fs::path>& files) {
+  const Side& pure = sweep_sides()[2];
   report::LineChart rule{"fp16-pure: fraction of updates lost by |w|/|u| and by where |w| sits in its binade",
                          "log2(|w| / |u|)", "fraction lost (normal w)", false, {}};
   {
@@ -476,12 +532,12 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     rule.series.push_back(series_from("rule: lost when |w|/|u| > 2^" + std::to_string(p + 1), r2, true));
   }
   report::write_output(report::figure_path(c.report, "ratio-rule"), report::svg_line_chart(rule), files);
+}
 
-  // The diagnosis of o2's lost fp32 updates.
-  const Run* diag_o2 = c.diagnosis_steps ? &find_run(o2, kDiagnosisLr, 1, true) : nullptr;
-  const Run* diag_fp32 = c.diagnosis_steps ? &find_run(fp32, kDiagnosisLr, 1, true) : nullptr;
+// The diagnosis of o2's lost fp32 updates (when it ran).
+void draw_diagnosis(const SwampingConfig& c, const Run* diag_o2, const Run* diag_fp32, std::vector<fs::path>& files) {
   if (diag_o2) {
-    report::LineChart d{"The default study's CNN (lr 0.05, seed 1): updates lost in fp32 weights", "step", rate_axis,
+    report::LineChart d{"The default study's CNN (lr 0.05, seed 1): updates lost in fp32 weights", "step", kRateAxis,
                         false, {}};
     d.log10_y = true;
     const auto series = [&](const Run& r, const std::string& label, auto pick, bool dashed) {
@@ -497,8 +553,13 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     series(*diag_fp32, "fp32 (ref): lost in its fp32 weights", [](const CensusStep& s) { return s.all.lost; }, false);
     report::write_output(report::figure_path(c.report, "master-diagnosis"), report::svg_line_chart(d), files);
   }
+}
 
-  // The report.
+// --- The report's sections -------------------------------------------------------
+
+// The title, the claim and what ran.
+std::string report_opening(const SwampingConfig& c) {
+  const Side& pure = sweep_sides()[2];
   const int p16 = master_format(pure.recipe).precision();
   std::string md = "# Swamping: fp16 weights without a master copy, across learning rates\n\n";
   md += "Written by `build/experiments/swamping` (experiments/swamping/). Every number and figure below comes from "
@@ -543,7 +604,14 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     md += "- The diagnosis: the default study's configuration (the `cnn` on `" + c.data + "`, SGD lr 0.05, momentum "
           "0.9, batch 64, seed 1, " + std::to_string(c.diagnosis_steps) + " steps), fp32 (ref) and o2 (emu).\n";
   md += "\n";
+  return md;
+}
 
+void accuracy_section(const SwampingConfig& c, const std::vector<LrResult>& per_lr, std::string& md) {
+  const std::vector<Side>& sides = sweep_sides();
+  const Side& fp32 = sides[0];
+  const Side& o2 = sides[1];
+  const Side& pure = sides[2];
   md += "## Accuracy and lost updates by learning rate\n\n";
   md += "Test accuracy (%), mean over the seeds (a diverged run is counted in the `diverged` column, not in the "
         "mean), and each candidate's paired difference to fp32 with its " + fixed(100 * (1 - 2 * c.alpha), 0) +
@@ -614,11 +682,22 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
         "(seed 1). Dashed: o2, the same fraction in its fp32 master weights (at the smallest and the largest "
         "learning rate). A step where nothing was lost is not "
         "drawn (log axis).\n\n";
+}
 
-  // What the numbers say, in sentences computed from them.
-  md += "### What this shows\n\n";
+// fp16-pure's largest mean loss of accuracy against fp32 (worst_lr empty: none).
+struct WorstLoss {
   std::string worst_lr;
   double worst_relative = 0;
+};
+
+// What the numbers say, in sentences computed from them.
+WorstLoss what_this_shows(const std::vector<LrResult>& per_lr, std::string& md) {
+  const Side& o2 = sweep_sides()[1];
+  const Side& pure = sweep_sides()[2];
+  WorstLoss loss;
+  std::string& worst_lr = loss.worst_lr;
+  double& worst_relative = loss.worst_relative;
+  md += "### What this shows\n\n";
   {
     const LrResult& lo = per_lr.front();
     const LrResult& hi = per_lr.back();
@@ -655,7 +734,16 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     md += "\n";
   }
   md += "\n";
+  return loss;
+}
 
+void rule_section(const SwampingConfig& c, const RuleComparison& rule, std::string& md) {
+  const CensusCount& pure_total = rule.pure_total;
+  const auto region = [&](WeightClass w, RatioRegion g) -> const CensusCount& { return rule.region(w, g); };
+  const std::uint64_t pure_at_least = rule.pure_at_least, pure_above = rule.pure_above,
+                      pure_above_twice = rule.pure_above_twice, lost_below = rule.lost_below,
+                      lost_below_normal = rule.lost_below_normal, kept_above_twice = rule.kept_above_twice,
+                      lost_between = rule.lost_between, kept_between = rule.kept_between;
   md += "## The exact rate against the 2048-ratio rule\n\n";
   md += "Every update of the fp16-pure runs (all learning rates and seeds, " + std::to_string(pure_total.updates) +
         " non-zero updates), judged exactly (fl16(w + u) == w) and by the ratio r = |w|/|u| (compared exactly: |w| "
@@ -691,7 +779,13 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
         "statement an update is lost when |u| < 2^(e−11), i.e. |w|/|u| > m·2048: the step of each line sits at "
         "log2(|w|/|u|) = 11 + log2 m, at 11 for weights at the bottom of their binade and at 12 for those at the "
         "top. The 2048 rule is right only for weights at the bottom of a binade; the 4096 rule only at the top.\n\n";
+}
 
+void counts_section(const CensusChecks& checks, std::string& md) {
+  const std::size_t agree_steps = checks.agree_steps, agree_equal = checks.agree_equal;
+  const std::uint64_t checked_updates = checks.checked_updates, unchanged = checks.unchanged,
+                      unchanged_kept = checks.unchanged_kept, changed_lost = checks.changed_lost,
+                      counted_lost = checks.counted_lost;
   md += "## Are the counts right?\n\n";
   md += "- The census's lost counts (w + u in double, rounded once with `emu::round_value`) against the recorders' "
         "`lost_update_rate` (`emu::add_arrays`, in the trainer): equal at " + std::to_string(agree_equal) + " of " +
@@ -704,7 +798,10 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
         "weights before they were rounded to fp16 (the optimizer rounds them first), so step 0 counted almost no "
         "lost updates; it now measures against the rounded weights (src/training/trainer.cpp, tested by "
         "`SwampingRecorder.Fp16PureStepZeroMeasuresTheRoundedWeights`).\n\n";
+}
 
+// Why o2's fp32 master weights lose updates: the default study's CNN, every update classified.
+void diagnosis_section(const SwampingConfig& c, const Run* diag_o2, const Run* diag_fp32, std::string& md) {
   if (diag_o2) {
     const UpdateCensus& co = *diag_o2->census;
     const UpdateCensus& cf = *diag_fp32->census;
@@ -796,7 +893,16 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
             "fp32 ulps of w. fp32 training loses the same kind of update.\n\n";
     }
   }
+}
 
+void literature_section(const SwampingConfig& c, const std::vector<LrResult>& per_lr, const RuleComparison& rule,
+                        const WorstLoss& worst, std::string& md) {
+  const Side& pure = sweep_sides()[2];
+  const std::string& worst_lr = worst.worst_lr;
+  const double worst_relative = worst.worst_relative;
+  const CensusCount& pure_total = rule.pure_total;
+  const std::uint64_t pure_at_least = rule.pure_at_least, lost_below = rule.lost_below,
+                      lost_between = rule.lost_between, kept_between = rule.kept_between;
   md += "## Where we differ from the literature\n\n";
   md += "- Micikevicius et al. report an 80% relative accuracy loss without master weights on a Mandarin speech "
         "model; we train a small " + c.model + " on " + c.data + " for " + std::to_string(c.steps) +
@@ -828,9 +934,13 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
         rate_cell(rate(pure_at_least, pure_total.updates)) + " of the updates against an exact " +
         rate_cell(rate(pure_total.lost, pure_total.updates)) + ".\n";
   md += "- Only SGD with momentum was run (no Adam, no weight decay), on the emulator only (no GPU here).\n";
-  report::write_output(c.report, md, files);
+}
 
-  // --json
+// What --json prints.
+SwampingResult swamping_result(const std::vector<LrResult>& per_lr, const RuleComparison& rule, const CensusChecks& checks,
+                               const Run* diag_o2, const Run* diag_fp32, const std::vector<Run>& runs,
+                               const std::vector<training::FinishedRun>& finished, const std::vector<fs::path>& files) {
+  const std::vector<Side>& sides = sweep_sides();
   SwampingResult result;
   nlohmann::ordered_json j;
   nlohmann::ordered_json lrs = nlohmann::ordered_json::array();
@@ -852,15 +962,15 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
     lrs.push_back(e);
   }
   j["learning_rates"] = lrs;
-  j["rule"] = {{"updates", pure_total.updates},       {"lost", pure_total.lost},
-               {"ratio_at_least", pure_at_least},      {"ratio_above", pure_above},
-               {"ratio_above_twice", pure_above_twice}, {"lost_below", lost_below},
-               {"lost_below_normal", lost_below_normal}, {"kept_above_twice", kept_above_twice},
-               {"lost_between", lost_between},          {"kept_between", kept_between}};
-  j["checks"] = {{"recorder_steps", agree_steps},        {"recorder_equal", agree_equal},
-                 {"checked_updates", checked_updates},   {"unchanged", unchanged},
-                 {"counted_lost", counted_lost},         {"unchanged_but_counted_kept", unchanged_kept},
-                 {"changed_but_counted_lost", changed_lost}};
+  j["rule"] = {{"updates", rule.pure_total.updates},       {"lost", rule.pure_total.lost},
+               {"ratio_at_least", rule.pure_at_least},      {"ratio_above", rule.pure_above},
+               {"ratio_above_twice", rule.pure_above_twice}, {"lost_below", rule.lost_below},
+               {"lost_below_normal", rule.lost_below_normal}, {"kept_above_twice", rule.kept_above_twice},
+               {"lost_between", rule.lost_between},          {"kept_between", rule.kept_between}};
+  j["checks"] = {{"recorder_steps", checks.agree_steps},        {"recorder_equal", checks.agree_equal},
+                 {"checked_updates", checks.checked_updates},   {"unchanged", checks.unchanged},
+                 {"counted_lost", checks.counted_lost},         {"unchanged_but_counted_kept", checks.unchanged_kept},
+                 {"changed_but_counted_lost", checks.changed_lost}};
   if (diag_o2) j["diagnosis"] = {{"o2", census_json(*diag_o2->census)}, {"fp32", census_json(*diag_fp32->census)}};
   nlohmann::ordered_json runs_json = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < runs.size(); ++i)
@@ -870,6 +980,44 @@ SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(co
   result.json = j;
   result.files = files;
   return result;
+}
+
+}  // namespace
+
+SwampingResult run_swamping(const SwampingConfig& c, const std::function<void(const std::string&)>& progress) {
+  validate_swamping(c);
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const std::vector<Side>& sides = sweep_sides();
+  std::vector<Run> runs = plan_runs(c);
+  const std::vector<training::FinishedRun> finished = train_runs(c, runs, say);
+
+  say("swamping: gates, figures and report");
+  const std::vector<LrResult> per_lr = learning_rate_results(c, runs);
+  const CensusChecks checks = census_checks(runs);
+  const RuleComparison rule = rule_comparison(runs);
+  const Run* diag_o2 = c.diagnosis_steps ? &find_run(runs, sides[1], kDiagnosisLr, 1, true) : nullptr;
+  const Run* diag_fp32 = c.diagnosis_steps ? &find_run(runs, sides[0], kDiagnosisLr, 1, true) : nullptr;
+
+  fs::create_directories(c.report.parent_path().empty() ? fs::path(".") : c.report.parent_path());
+  std::vector<fs::path> files;
+  draw_lost_per_step(c, runs, files);
+  draw_accuracy_gap(c, per_lr, files);
+  draw_lost_vs_lr(c, per_lr, files);
+  draw_ratio_rule(c, rule.profile, files);
+  draw_diagnosis(c, diag_o2, diag_fp32, files);
+
+  std::string md = report_opening(c);
+  accuracy_section(c, per_lr, md);
+  const WorstLoss worst = what_this_shows(per_lr, md);
+  rule_section(c, rule, md);
+  counts_section(checks, md);
+  diagnosis_section(c, diag_o2, diag_fp32, md);
+  literature_section(c, per_lr, rule, worst, md);
+  report::write_output(c.report, md, files);
+
+  return swamping_result(per_lr, rule, checks, diag_o2, diag_fp32, runs, finished, files);
 }
 
 }  // namespace mpverify::experiments

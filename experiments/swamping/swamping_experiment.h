@@ -1,4 +1,4 @@
-// Experiment 2 of issue 8, swamping: training with fp16-pure (the weights
+// Experiment 2, swamping: training with fp16-pure (the weights
 // and the momentum buffer stored in fp16, no master copy) against o2 (fp32
 // master weights) and the fp32 baseline, across learning rates; the
 // lost-update rate over time next to the accuracy gap; the exact rate

@@ -1,5 +1,5 @@
 // build/experiments/underflow: gradient underflow in fp16 and loss scaling
-// (experiment 1 of issue 8); the work is run_underflow (underflow_experiment.h).
+// (experiment 1); the work is run_underflow (underflow_experiment.h).
 #include <iostream>
 #include <string>
 

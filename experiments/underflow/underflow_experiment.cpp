@@ -14,6 +14,7 @@
 #include "report/run_series.h"
 #include "report/svg_line_chart.h"
 #include "report/text_format.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
 #include "training/run_queue.h"
@@ -55,18 +56,13 @@ std::string group_slug(const std::string& g) { return g == "classifier" ? "cnn" 
 
 std::set<std::size_t> census_steps(std::size_t steps) { return {0, steps / 2, steps - 1}; }
 
+training::ExperimentBase experiment_base(const UnderflowConfig& c, const std::string& model, std::size_t steps) {
+  return {.model = model, .data = c.data, .data_dir = c.data_dir, .train_size = c.train_size,
+          .test_size = c.test_size, .steps = steps};
+}
+
 training::TrainConfig cnn_config(const UnderflowConfig& c) {
-  training::TrainConfig t;
-  t.model = "cnn";
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.cnn_steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = ops::SgdParams{0.05, 0.9};
-  t.study_format = "fp16";
+  training::TrainConfig t = training::experiment_config(experiment_base(c, "cnn", c.cnn_steps));
   t.recipe = "fp32";
   t.scaler = "none";
   t.backend = nn::BackendKind::ref;
@@ -86,17 +82,9 @@ training::TrainConfig candidate_config(const UnderflowConfig& c, double scale) {
 }
 
 training::TrainConfig gan_config(const UnderflowConfig& c) {
-  training::TrainConfig t;
-  t.model = "dcgan";
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.gan_steps;
-  t.batch_size = 64;
+  training::TrainConfig t = training::experiment_config(experiment_base(c, "dcgan", c.gan_steps));
   t.optimizer = training::OptimizerKind::adam;
   t.adam.lr = 2e-4;
-  t.study_format = "fp16";
   t.recipe = "fp32";
   t.scaler = "none";
   t.backend = nn::BackendKind::ref;
@@ -241,22 +229,31 @@ void validate_underflow(const UnderflowConfig& c) {
   }
 }
 
-UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress) {
-  validate_underflow(c);
-  const auto say = [&](const std::string& line) {
-    if (progress) progress(line);
-  };
-  UnderflowResult result;
-  const formats::Format fp16 = formats::parse_format("fp16");
-  const emu::FormatThresholds limits = emu::format_thresholds(fp16);
-  GradientCensus cnn_census(census_steps(c.cnn_steps), fp16, c.scales);
-  GradientCensus gan_census(census_steps(std::max<std::size_t>(c.gan_steps, 1)), fp16, c.scales);
+namespace {
 
-  // The runs: the slow ones (emulator, recorders on) first.
-  std::vector<training::QueuedRun> queue;
-  const std::string baseline_name = "fp32-ref";
+using Say = std::function<void(const std::string&)>;
+
+const std::string baseline_name = "fp32-ref";
+
+// The candidates' run directories under --runs, one per scale.
+std::vector<std::string> candidate_side_names(const UnderflowConfig& c) {
   std::vector<std::string> side_names;
   for (double s : c.scales) side_names.push_back(scale_side_name(c.recipe, s));
+  return side_names;
+}
+
+// The queue as it ran (its labels name the runs in --json) and what each run returned.
+struct TrainedRuns {
+  std::vector<training::QueuedRun> queue;
+  std::vector<training::FinishedRun> finished;
+};
+
+// Trains every run (replacing their directories). The runs: the slow ones
+// (emulator, recorders on) first; the fp32 seed-1 runs feed the censuses.
+TrainedRuns train_runs(const UnderflowConfig& c, const std::vector<std::string>& side_names,
+                       GradientCensus& cnn_census, GradientCensus& gan_census, const Say& say) {
+  TrainedRuns trained;
+  std::vector<training::QueuedRun>& queue = trained.queue;
   for (const std::string& n : side_names) fs::remove_all(c.runs / n);
   fs::remove_all(c.runs / baseline_name);
   fs::remove_all(c.runs / "dcgan-fp32-ref");
@@ -288,9 +285,12 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
   }
   say(cat(std::to_string(queue.size()), " runs, ", std::to_string(std::min(c.jobs, queue.size())), " at a time, into ",
           c.runs.string()));
-  const std::vector<training::FinishedRun> finished =
-      training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); });
+  trained.finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); });
+  return trained;
+}
 
+void collect_census(const UnderflowConfig& c, const GradientCensus& cnn_census, const GradientCensus& gan_census,
+                    UnderflowResult& result) {
   result.census = cnn_census.cells();
   for (auto& [key, cell] : gan_census.cells()) result.census[key] = cell;
   result.weight_grad_max = cnn_census.weight_grad_max();
@@ -298,8 +298,11 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
   for (std::size_t s : census_steps(c.cnn_steps)) result.census_steps_cnn.push_back(s);
   if (c.gan_steps > 0)
     for (std::size_t s : census_steps(c.gan_steps)) result.census_steps_gan.push_back(s);
+}
 
-  // Ensemble directories, as `train --seeds` writes them, and the gates.
+// Ensemble directories, as `train --seeds` writes them, and each scale's parity gate.
+void gate_scales(const UnderflowConfig& c, const std::vector<std::string>& side_names, UnderflowResult& result,
+                 const Say& say) {
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   const auto write_ensemble = [&](const std::string& name) { training::write_ensemble_manifest(c.runs / name, seeds); };
@@ -337,10 +340,10 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
       result.smallest_equivalent = p.scale;
     result.points.push_back(std::move(p));
   }
+}
 
-  // Figures.
-  say("figures and report");
-  std::vector<fs::path>& files = result.files;
+// The gradient groups the census saw (classifier, and the DCGAN's when it ran), in kGroups' order.
+std::vector<std::string> census_groups(const UnderflowResult& result) {
   std::vector<std::string> groups;
   for (const char* g : kGroups)
     for (const auto& [key, cell] : result.census)
@@ -348,6 +351,14 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
         groups.push_back(g);
         break;
       }
+  return groups;
+}
+
+// --- Figures -------------------------------------------------------------------
+
+void draw_histograms(const UnderflowConfig& c, const std::vector<std::string>& groups, UnderflowResult& result) {
+  std::vector<fs::path>& files = result.files;
+  const emu::FormatThresholds limits = emu::format_thresholds(formats::parse_format("fp16"));
   for (const std::string& g : groups) {
     for (GradientRole r : kRoles) {
       BinadeFigure f;
@@ -360,6 +371,10 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
                            svg_binade_figure(f), files);
     }
   }
+}
+
+void draw_scale_charts(const UnderflowConfig& c, const std::vector<std::string>& groups, UnderflowResult& result) {
+  std::vector<fs::path>& files = result.files;
   const auto scale_chart = [&](const std::string& title, const std::string& y_label, auto part) {
     report::LineChart chart{title, "log2 of the loss scale S", y_label, false, {}};
     chart.log10_y = true;
@@ -384,52 +399,53 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
                                    "fraction of non-zero values (log; 0 not drawn)",
                                    [](const analysis::ScaleStats& s) { return s.overflow; }),
                        files);
-  {
-    report::LineChart chart{cat("Test accuracy, ", c.recipe, " at static scale S minus fp32 (paired; scales without skipped steps)"),
-                            "log2 of the loss scale S", "percentage points", false, {}};
-    report::LineSeries diff{"mean difference", {}, false}, lower{cat(fixed(100 * (1 - 2 * c.alpha), 0), "% CI, lower"), {}, true},
-        upper{cat(fixed(100 * (1 - 2 * c.alpha), 0), "% CI, upper"), {}, true},
-        mlo{cat("margin -", general(c.margin)), {}, true}, mhi{cat("margin +", general(c.margin)), {}, true};
-    for (const ScalePoint& p : result.points) {
-      if (p.skipped_steps > 0) continue;  // drawn in the rates figure; a run that skipped steps trained less
-      const double x = std::log2(p.scale);
-      const double nan = std::nan("");
-      diff.points.emplace_back(x, p.gate.test ? p.gate.test->difference : nan);
-      lower.points.emplace_back(x, p.gate.test ? p.gate.test->lower : nan);
-      upper.points.emplace_back(x, p.gate.test ? p.gate.test->upper : nan);
-      mlo.points.emplace_back(x, -c.margin);
-      mhi.points.emplace_back(x, c.margin);
-    }
-    chart.series = {diff, lower, upper, mlo, mhi};
-    report::write_output(report::figure_path(c.report, "parity"), report::svg_line_chart(chart), files);
-  }
+}
 
-  {
-    report::LineChart chart{cat(c.recipe, " at static scale S: its own gradients in fp16 (seed 1) and skipped steps (all seeds)"),
-                            "log2 of the loss scale S", "fraction (log; 0 not drawn)", false, {}};
-    chart.log10_y = true;
-    report::LineSeries zero{"non-zero gradients that became zero", {}, false},
-        sub{"non-zero gradients that became subnormal", {}, true}, over{"non-zero gradients that overflowed", {}, false},
-        skip{"steps skipped (inf/NaN in a gradient)", {}, true};
-    for (const ScalePoint& p : result.points) {
-      const double x = std::log2(p.scale);
-      zero.points.emplace_back(x, p.underflow_rate);
-      sub.points.emplace_back(x, p.subnormal_rate);
-      over.points.emplace_back(x, p.overflow_rate);
-      skip.points.emplace_back(x, static_cast<double>(p.skipped_steps) / static_cast<double>(c.seeds * c.cnn_steps));
-    }
-    chart.series = {zero, sub, over, skip};
-    report::write_output(report::figure_path(c.report, "rates"), report::svg_line_chart(chart), files);
+void draw_parity_chart(const UnderflowConfig& c, UnderflowResult& result) {
+  std::vector<fs::path>& files = result.files;
+  report::LineChart chart{cat("Test accuracy, ", c.recipe, " at static scale S minus fp32 (paired; scales without skipped steps)"),
+                          "log2 of the loss scale S", "percentage points", false, {}};
+  report::LineSeries diff{"mean difference", {}, false}, lower{cat(fixed(100 * (1 - 2 * c.alpha), 0), "% CI, lower"), {}, true},
+      upper{cat(fixed(100 * (1 - 2 * c.alpha), 0), "% CI, upper"), {}, true},
+      mlo{cat("margin -", general(c.margin)), {}, true}, mhi{cat("margin +", general(c.margin)), {}, true};
+  for (const ScalePoint& p : result.points) {
+    if (p.skipped_steps > 0) continue;  // drawn in the rates figure; a run that skipped steps trained less
+    const double x = std::log2(p.scale);
+    const double nan = std::nan("");
+    diff.points.emplace_back(x, p.gate.test ? p.gate.test->difference : nan);
+    lower.points.emplace_back(x, p.gate.test ? p.gate.test->lower : nan);
+    upper.points.emplace_back(x, p.gate.test ? p.gate.test->upper : nan);
+    mlo.points.emplace_back(x, -c.margin);
+    mhi.points.emplace_back(x, c.margin);
   }
+  chart.series = {diff, lower, upper, mlo, mhi};
+  report::write_output(report::figure_path(c.report, "parity"), report::svg_line_chart(chart), files);
+}
 
-  // The report.
-  const std::string scales_text = [&] {
-    std::string t;
-    for (double s : c.scales) t += cat(std::string(t.empty() ? "" : ", "), power_of_two_text(s));
-    return t;
-  }();
+void draw_rates_chart(const UnderflowConfig& c, UnderflowResult& result) {
+  std::vector<fs::path>& files = result.files;
+  report::LineChart chart{cat(c.recipe, " at static scale S: its own gradients in fp16 (seed 1) and skipped steps (all seeds)"),
+                          "log2 of the loss scale S", "fraction (log; 0 not drawn)", false, {}};
+  chart.log10_y = true;
+  report::LineSeries zero{"non-zero gradients that became zero", {}, false},
+      sub{"non-zero gradients that became subnormal", {}, true}, over{"non-zero gradients that overflowed", {}, false},
+      skip{"steps skipped (inf/NaN in a gradient)", {}, true};
+  for (const ScalePoint& p : result.points) {
+    const double x = std::log2(p.scale);
+    zero.points.emplace_back(x, p.underflow_rate);
+    sub.points.emplace_back(x, p.subnormal_rate);
+    over.points.emplace_back(x, p.overflow_rate);
+    skip.points.emplace_back(x, static_cast<double>(p.skipped_steps) / static_cast<double>(c.seeds * c.cnn_steps));
+  }
+  chart.series = {zero, sub, over, skip};
+  report::write_output(report::figure_path(c.report, "rates"), report::svg_line_chart(chart), files);
+}
+
+// --- The report's sections -------------------------------------------------------
+
+std::string report_opening() {
   std::string md = "# Gradient underflow in fp16 and loss scaling\n\n";
-  md += cat("Written by `build/experiments/underflow` (experiment 1 of issue 8; `--help` lists the options). Every "
+  md += cat("Written by `build/experiments/underflow` (experiment 1; `--help` lists the options). Every "
             "number and figure below comes from the runs it trained; the same seeds give the same bytes.\n\n");
   md += "## The claim\n\n";
   md += "Micikevicius et al., *Mixed Precision Training* (ICLR 2018): fp16 turns every magnitude below 2^-24 into "
@@ -438,8 +454,11 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
         "did not matter for training, those in [2^-27, 2^-24) did; multiplying the loss by 8 was enough for SSD to "
         "match FP32. A power-of-two scale is exact: it moves every value by whole binades and changes no bit of the "
         "significand, unless a value leaves the format's range.\n\n";
+  return md;
+}
 
-  // Summary findings.
+// Summary findings, and the paper's claims against ours.
+void findings_section(const UnderflowConfig& c, const UnderflowResult& result, std::string& md) {
   md += "## What we found\n\n";
   const ScalePoint* last_point = result.points.empty() ? nullptr : &result.points.back();
   {
@@ -513,7 +532,14 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
                                   " paired seeds; see below)"));
     md += scale_row + "\n\n";
   }
+}
 
+void what_ran_section(const UnderflowConfig& c, const UnderflowResult& result, std::string& md) {
+  const std::string scales_text = [&] {
+    std::string t;
+    for (double s : c.scales) t += cat(std::string(t.empty() ? "" : ", "), power_of_two_text(s));
+    return t;
+  }();
   md += "## What ran\n\n";
   md += cat("- **CNN** (conv 8 → batch norm → ReLU → max-pool → conv 16 → batch norm → ReLU → max-pool → linear) on `",
             c.data, "` (", std::to_string(c.train_size), " training images at most, ", std::to_string(c.test_size),
@@ -547,7 +573,10 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
         "norm's γ/β gradients are left out (every recipe keeps them in fp32); in the DCGAN, the discriminator's "
         "gradients are those of its own step, and the generator's are the activation gradients of its step "
         "(through the discriminator and the generator) and the generator's weight gradients.\n\n";
+}
 
+void histograms_section(const UnderflowConfig& c, const UnderflowResult& result, const std::vector<std::string>& groups,
+                        std::string& md) {
   md += "## FP32 gradient histograms (the SSD figure's shape)\n\n";
   md += "Each panel: one census step; bars: the percentage of **all** values of that kind (zeros included in the "
         "denominator, as in the paper's figure) in each binade [2^e, 2^(e+1)); the exact zeros are given in the "
@@ -579,7 +608,10 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
     }
   md += "\nThe column \"zero in FP32\" is a percentage of all values; the others of the non-zero ones. The binade "
         "edges 2^-27, 2^-24, 2^-14 are exact bin boundaries, so these shares are exact.\n\n";
+}
 
+void scale_losses_section(const UnderflowConfig& c, const UnderflowResult& result,
+                          const std::vector<std::string>& groups, std::string& md) {
   md += "## What fp16 would lose at each scale (exact counts)\n\n";
   md += "For every non-zero FP32 gradient value x of the census and every scale S, the value fp16 would store, "
         "fl16(fl32(x·S)) rounded to nearest-even, is classified as PyTorch's `x.mul(S).half()` would produce it "
@@ -635,7 +667,10 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
             "nothing real.\n\n";
     }
   }
+}
 
+void parity_section(const UnderflowConfig& c, const UnderflowResult& result, const std::string& first_side_name,
+                    std::string& md) {
   md += cat("## The smallest scale that recovers parity (", c.recipe, ", static scale, CNN)\n\n");
   md += cat("![Accuracy difference per scale](", report::figure_path(c.report, "parity").filename().string(), ")\n\n");
   md += cat("![Rates per scale](", report::figure_path(c.report, "rates").filename().string(), ")\n\n");
@@ -690,9 +725,11 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
   md += report::gate_table_header(c.alpha);
   for (const ScalePoint& p : result.points) md += report::gate_table_row(p.gate) + "\n";
   md += cat("\nReproduce one row from the run directories: `mpverify gate --baseline RUNS/fp32-ref --candidate RUNS/",
-            side_names.front(), " --metric accuracy --margin ", general(c.margin), "` (RUNS is `--runs`, default "
+            first_side_name, " --metric accuracy --margin ", general(c.margin), "` (RUNS is `--runs`, default "
             "`runs/underflow`).\n\n");
+}
 
+void differences_section(const UnderflowConfig& c, const UnderflowResult& result, std::string& md) {
   md += "## Where we differ from the paper, and what this does not show\n\n";
   md += "- Different model and data: a 2-layer CNN on MNIST digits (and a small DCGAN), not Multibox SSD on "
         "detection data; a few hundred steps, not a full training run. The histograms and rates describe these "
@@ -706,9 +743,13 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
         "training (the paper's [2^-27, 2^-24) finding) is only tested through the accuracy gate, at this model's "
         "size and length of training.\n";
   md += "- No GPU was used: the mixed-precision runs are the bit-exact fp16 emulator.\n";
-  report::write_output(c.report, md, files);
+}
 
-  // --json
+// What --json prints.
+nlohmann::ordered_json underflow_json(const UnderflowConfig& c, const UnderflowResult& result,
+                                      const std::vector<std::string>& groups, const TrainedRuns& trained) {
+  const std::vector<training::QueuedRun>& queue = trained.queue;
+  const std::vector<training::FinishedRun>& finished = trained.finished;
   nlohmann::ordered_json j;
   j["smallest_equivalent_scale"] = result.smallest_equivalent ? json(*result.smallest_equivalent) : json(nullptr);
   nlohmann::ordered_json pts = nlohmann::ordered_json::array();
@@ -738,8 +779,43 @@ UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress
   for (std::size_t i = 0; i < queue.size(); ++i)
     runs.push_back({{"run", queue[i].label}, {"wall_seconds", finished[i].wall_seconds}});
   j["runs"] = runs;
-  j["files"] = files;
-  result.json = j;
+  j["files"] = result.files;
+  return j;
+}
+
+}  // namespace
+
+UnderflowResult run_underflow(const UnderflowConfig& c, const Progress& progress) {
+  validate_underflow(c);
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  UnderflowResult result;
+  const formats::Format fp16 = formats::parse_format("fp16");
+  GradientCensus cnn_census(census_steps(c.cnn_steps), fp16, c.scales);
+  GradientCensus gan_census(census_steps(std::max<std::size_t>(c.gan_steps, 1)), fp16, c.scales);
+  const std::vector<std::string> side_names = candidate_side_names(c);
+  const TrainedRuns trained = train_runs(c, side_names, cnn_census, gan_census, say);
+  collect_census(c, cnn_census, gan_census, result);
+  gate_scales(c, side_names, result, say);
+
+  say("figures and report");
+  const std::vector<std::string> groups = census_groups(result);
+  draw_histograms(c, groups, result);
+  draw_scale_charts(c, groups, result);
+  draw_parity_chart(c, result);
+  draw_rates_chart(c, result);
+
+  std::string md = report_opening();
+  findings_section(c, result, md);
+  what_ran_section(c, result, md);
+  histograms_section(c, result, groups, md);
+  scale_losses_section(c, result, groups, md);
+  parity_section(c, result, side_names.front(), md);
+  differences_section(c, result, md);
+  report::write_output(c.report, md, result.files);
+
+  result.json = underflow_json(c, result, groups, trained);
   return result;
 }
 

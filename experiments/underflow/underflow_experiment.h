@@ -1,4 +1,4 @@
-// Experiment 1 of issue 8: gradient underflow in fp16 and loss scaling, after
+// Experiment 1: gradient underflow in fp16 and loss scaling, after
 // Micikevicius et al., "Mixed Precision Training" (ICLR 2018), whose Multibox
 // SSD histogram showed 67% of activation-gradient values zero in FP32, the
 // values in [2^-27, 2^-24) mattering for training, and a loss scale of 8
