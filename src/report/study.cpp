@@ -20,6 +20,7 @@
 #include "report/run_series.h"
 #include "report/svg_line_chart.h"
 #include "report/text_format.h"
+#include "training/base_config.h"
 #include "training/ensemble.h"
 #include "training/run_queue.h"
 #include "training/trainer.h"
@@ -37,19 +38,16 @@ struct Side {
   training::TrainConfig config;
 };
 
+// The study's CNN on the experiments' shared configuration (SGD 0.05, momentum 0.9, batch 64, fp16 studied).
 training::TrainConfig base_config(const StudyConfig& c) {
-  training::TrainConfig t;
-  t.model = "cnn";
-  t.data = c.data;
-  t.data_dir = c.data_dir;
-  t.train_size = c.train_size;
-  t.test_size = c.test_size;
-  t.steps = c.steps;
-  t.batch_size = 64;
-  t.optimizer = training::OptimizerKind::sgd;
-  t.sgd = ops::SgdParams{0.05, 0.9};
-  t.study_format = "fp16";
-  return t;
+  training::ExperimentBase base;
+  base.model = "cnn";
+  base.data = c.data;
+  base.data_dir = c.data_dir;
+  base.train_size = c.train_size;
+  base.test_size = c.test_size;
+  base.steps = c.steps;
+  return training::experiment_config(base);
 }
 
 std::vector<Side> study_sides(const StudyConfig& c, const std::string& gpu_reason) {
