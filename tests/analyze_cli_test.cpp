@@ -150,7 +150,7 @@ TEST(SwampCli, HandWorkedLostUpdates) {
   // w = 1 with u = 2^-12: fp16 (p = 11) 1 + 2^-12 rounds back to 1 (lost); bf16 too; in
   //   fp32 it is kept. |w|/|u| = 2^12 > 2^11 and > 2^8.
   // w = 1 with u = 2^-11: the fp16 midpoint between 1 and 1 + 2^-10, ties to even 1:
-  //   lost in fp16 and bf16, but |w|/|u| = 2^11 is not > 2^11 (the rule of thumb misses it).
+  //   lost in fp16 and bf16 at |w|/|u| = 2^11, the ratio fp16 needs for a loss (and not above 2^12).
   // w = 1 with u = 2^-4: kept in fp16 (1.0625); bf16 (p = 8) keeps it too (1.0625 = 1 + 2^-4).
   // w = 3 with u = 0: not an update.
   io::write_safetensors(d.path / "w.safetensors", {{"p", {4}, {1.0f, 1.0f, 1.0f, 3.0f}}});
@@ -164,10 +164,12 @@ TEST(SwampCli, HandWorkedLostUpdates) {
   EXPECT_EQ(t["fp16"]["without_master"]["updates"], 3);
   EXPECT_EQ(t["fp16"]["without_master"]["lost"], 2);
   EXPECT_EQ(t["fp16"]["with_master"]["lost"], 0);
-  EXPECT_EQ(t["fp16"]["without_master"]["ratio_above"], 1);
-  EXPECT_EQ(t["fp16"]["with_master"]["ratio_above"], 0);  // the master's p is fp32's 24
+  EXPECT_EQ(t["fp16"]["without_master"]["ratio_needed"], 2);      // 2^12 and 2^11 are >= 2^11
+  EXPECT_EQ(t["fp16"]["without_master"]["ratio_sufficient"], 0);  // neither is above 2^12
+  EXPECT_EQ(t["fp16"]["with_master"]["ratio_needed"], 0);  // the master's p is fp32's 24
   EXPECT_EQ(t["bf16"]["without_master"]["lost"], 2);
-  EXPECT_EQ(t["bf16"]["without_master"]["ratio_above"], 2);
+  EXPECT_EQ(t["bf16"]["without_master"]["ratio_needed"], 2);      // >= 2^8
+  EXPECT_EQ(t["bf16"]["without_master"]["ratio_sufficient"], 2);  // > 2^9
   // The same through --grads: g = -2^-3 * (u / 2^-9)... u = -lr * g with lr = 2^-9 and g = -u * 2^9.
   io::write_safetensors(d.path / "g.safetensors", {{"p", {4}, {-0x1p-3f, -0x1p-2f, -0x1p5f, 0.0f}}});
   const auto g = run_command(cli("swamp --weights " + (d.path / "w.safetensors").string() + " --grads " +

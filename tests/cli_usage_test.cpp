@@ -69,9 +69,9 @@ TEST(CliUsage, AnalyzeHelpDefinesHeadroomAndEveryRateItPrints) {
 TEST(CliUsage, SwampHelpDefinesItsRatesAndSaysWhatTheRatioRuleIs) {
   const auto r = run_command(cli("swamp --help"), "");
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* term : {"updates ", "lost ", "swamping rate", "+master", "2^p column", "rule of thumb",
-                           "needs |w|/|u| >= 2^p", "|w|/|u| > 2^(p+1) loses it for every w",
-                           "w = 2047, u = 0.8999"})
+  for (const char* term : {"updates ", "lost ", "swamping rate", "+master", ">=2^p ", ">2^(p+1) ",
+                           "update to a normal w needs this", "each of these is lost, whatever w",
+                           "underflow, not counted here", "w = 2047, u = 0.8999"})
     EXPECT_NE(r.out.find(term), std::string::npos) << term;
   // The ratio alone does not decide a loss between 2^p and 2^(p+1).
   EXPECT_EQ(r.out.find("beyond 2^p an update is lost"), std::string::npos);

@@ -29,10 +29,12 @@ TEST(FormatsCli, JsonListsThePresetsWithTheirConstants) {
   EXPECT_EQ(fp16["min_normal"], 0x1p-14);
   EXPECT_EQ(fp16["min_subnormal"], 0x1p-24);
   EXPECT_EQ(fp16["epsilon"], 0x1p-10);
-  EXPECT_EQ(fp16["lost_update_ratio"], 2048.0);
+  EXPECT_EQ(fp16["lost_update_ratio_needed"], 2048.0);
+  EXPECT_EQ(fp16["lost_update_ratio_sufficient"], 4096.0);
   EXPECT_EQ(by_name["fp8-e4m3"]["max"], 448.0);
   EXPECT_EQ(by_name["fp8-e5m2"]["max"], 57344.0);
-  EXPECT_EQ(by_name["bf16"]["lost_update_ratio"], 256.0);
+  EXPECT_EQ(by_name["bf16"]["lost_update_ratio_needed"], 256.0);
+  EXPECT_EQ(by_name["bf16"]["lost_update_ratio_sufficient"], 512.0);
   const auto custom = nlohmann::json::parse(run_command(cli("formats --format e5m7 --json"), "").out);
   ASSERT_EQ(custom.size(), 1u);
   EXPECT_EQ(custom[0]["significand_bits"], 8);

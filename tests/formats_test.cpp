@@ -52,7 +52,8 @@ TEST(FormatPresets, ConstantsMatchTheFormatsTable) {
     EXPECT_EQ(f.max_finite(), r.max);
     EXPECT_EQ(f.min_normal(), r.min_normal);
     EXPECT_EQ(f.min_subnormal(), r.min_subnormal);
-    EXPECT_EQ(f.lost_update_ratio(), r.lost);
+    EXPECT_EQ(f.lost_update_ratio_needed(), r.lost);
+    EXPECT_EQ(f.lost_update_ratio_sufficient(), std::ldexp(1.0, r.p + 1));
     EXPECT_EQ(f.epsilon(), std::ldexp(1.0, 1 - r.p));
     ++checked;
   }
@@ -88,7 +89,8 @@ TEST(FormatParsing, CustomAndModifiers) {
   EXPECT_EQ(e5m7.exponent_bits, 5);
   EXPECT_EQ(e5m7.mantissa_bits, 7);
   EXPECT_EQ(e5m7.bias, 15);
-  EXPECT_EQ(e5m7.lost_update_ratio(), 256.0);
+  EXPECT_EQ(e5m7.lost_update_ratio_needed(), 256.0);
+  EXPECT_EQ(e5m7.lost_update_ratio_sufficient(), 512.0);
   EXPECT_EQ(parse_format("fp8-e4m3:saturate").overflow, Overflow::saturate);
   EXPECT_FALSE(parse_format("fp16:ftz").subnormals);
   EXPECT_EQ(parse_format("e8m7"), [] { Format f = parse_format("bf16"); f.name = "e8m7"; return f; }());

@@ -267,40 +267,68 @@ record::LostUpdateCounts one(float w, float u, const formats::Format& f) {
 }
 
 TEST(RecordLostUpdates, Fp16ByHand) {
-  // fp16 near 1: spacing 2^-10 above 1, 2^-11 below; p = 11, ratio 2^11.
-  // 1 + 2^-12: below the midpoint 1 + 2^-11 -> 1: lost; |w|/|u| = 2^12 > 2^11.
+  // fp16 near 1: spacing 2^-10 above 1, 2^-11 below; p = 11: a loss needs
+  // |w|/|u| >= 2^11, and |w|/|u| > 2^12 is always lost.
+  // 1 + 2^-12: below the midpoint 1 + 2^-11 -> 1: lost at |w|/|u| = 2^12,
+  // which is not above 2^12 (the sufficient bound is not reached).
   auto c = one(1.0f, 0x1p-12f, fp16);
   EXPECT_EQ(c.updates, 1u);
   EXPECT_EQ(c.lost, 1u);
-  EXPECT_EQ(c.ratio_above, 1u);
-  // 1 + 2^-11: exactly the midpoint, ties to the even 1: lost, though the
-  // ratio 2^11 is not above 2^11 (the rule of thumb misses the tie).
+  EXPECT_EQ(c.ratio_needed, 1u);
+  EXPECT_EQ(c.ratio_sufficient, 0u);
+  // 1 + 2^-13: lost, and 2^13 > 2^12.
+  c = one(1.0f, 0x1p-13f, fp16);
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_sufficient, 1u);
+  // 1 + 2^-11: exactly the midpoint, ties to the even 1: lost at the
+  // needed bound itself, 2^11.
   c = one(1.0f, 0x1p-11f, fp16);
   EXPECT_EQ(c.lost, 1u);
-  EXPECT_EQ(c.ratio_above, 0u);
+  EXPECT_EQ(c.ratio_needed, 1u);
+  EXPECT_EQ(c.ratio_sufficient, 0u);
   // (1 + 2^-10) + 2^-11: a midpoint whose even neighbour is 1 + 2^-9: kept.
   c = one(1.0f + 0x1p-10f, 0x1p-11f, fp16);
   EXPECT_EQ(c.lost, 0u);
   // 1 + 2^-10: the next value: kept.
   EXPECT_EQ(one(1.0f, 0x1p-10f, fp16).lost, 0u);
-  // Below 1 the spacing halves: 1 - 2^-11 exists (kept, ratio 2^11 not above),
-  // 1 - 2^-12 is the midpoint of 1 - 2^-11 and 1, ties to 1: lost.
+  // Below 1 the spacing halves: 1 - 2^-11 exists (kept at ratio 2^11, which
+  // a loss would need but does not imply), 1 - 2^-12 is the midpoint of
+  // 1 - 2^-11 and 1, ties to 1: lost.
   c = one(1.0f, -0x1p-11f, fp16);
   EXPECT_EQ(c.lost, 0u);
-  EXPECT_EQ(c.ratio_above, 0u);
+  EXPECT_EQ(c.ratio_needed, 1u);
   c = one(1.0f, -0x1p-12f, fp16);
   EXPECT_EQ(c.lost, 1u);
-  EXPECT_EQ(c.ratio_above, 1u);
+  EXPECT_EQ(c.ratio_needed, 1u);
+  EXPECT_EQ(c.ratio_sufficient, 0u);
+  // 2047 + 0.8999 (0.89990234375 in fp16) = 2047.8999, nearer 2048 than 2047 (spacing 1): kept, although
+  // |w|/|u| is about 2275 > 2^11.
+  c = one(2047.0f, 0.89990234375f, fp16);
+  EXPECT_EQ(c.lost, 0u);
+  EXPECT_EQ(c.ratio_needed, 1u);
+}
+
+TEST(RecordLostUpdates, ZeroAndSubnormalWeights) {
+  // A u added to w = 0 that fp16 rounds to 0 is underflow, not a lost update.
+  auto c = one(0.0f, 0x1p-30f, fp16);
+  EXPECT_EQ(c.updates, 1u);
+  EXPECT_EQ(c.lost, 0u);
+  // A subnormal w has a fixed spacing (2^-24 in fp16): 2^-24 + 2^-26 rounds
+  // back to 2^-24 at a ratio of only 4, so the needed bound holds for normal w only.
+  c = one(0x1p-24f, 0x1p-26f, fp16);
+  EXPECT_EQ(c.lost, 1u);
+  EXPECT_EQ(c.ratio_needed, 0u);
 }
 
 TEST(RecordLostUpdates, Bf16ByHand) {
   // bf16: p = 8, spacing 2^-7 above 1, midpoint 1 + 2^-8.
   auto c = one(1.0f, 0x1p-9f, bf16);
   EXPECT_EQ(c.lost, 1u);
-  EXPECT_EQ(c.ratio_above, 1u);  // 2^9 > 2^8
+  EXPECT_EQ(c.ratio_needed, 1u);      // 2^9 >= 2^8
+  EXPECT_EQ(c.ratio_sufficient, 0u);  // 2^9 is not above 2^9
   c = one(1.0f, 0x1p-8f, bf16);  // the tie: lost
   EXPECT_EQ(c.lost, 1u);
-  EXPECT_EQ(c.ratio_above, 0u);
+  EXPECT_EQ(c.ratio_needed, 1u);
   EXPECT_EQ(one(1.0f, 0x1p-7f, bf16).lost, 0u);
 }
 
@@ -314,18 +342,21 @@ TEST(RecordLostUpdates, RatesAndMasterWeights) {
   EXPECT_EQ(s.without_master.elements, 5u);
   EXPECT_EQ(s.without_master.updates, 4u);  // u = 0 is not in the denominator
   EXPECT_EQ(s.without_master.lost, 3u);     // 2^-12 twice (the stored w is 1), the tie 2^-11
-  EXPECT_EQ(s.without_master.ratio_above, 2u);
+  EXPECT_EQ(s.without_master.ratio_needed, 3u);  // 2^12, 2^11, 2^12 (2^10 is below 2^11)
+  EXPECT_EQ(s.without_master.ratio_sufficient, 0u);
   EXPECT_DOUBLE_EQ(s.without_master.lost_rate, 0.75);
-  EXPECT_DOUBLE_EQ(s.without_master.ratio_above_rate, 0.5);
+  EXPECT_DOUBLE_EQ(s.without_master.ratio_needed_rate, 0.75);
+  EXPECT_DOUBLE_EQ(s.without_master.ratio_sufficient_rate, 0.0);
   // fp32 masters: 1 + 2^-12, 1 + 2^-11, 1 + 2^-10 and 1 + 2^-11 all exist: nothing lost.
   EXPECT_EQ(s.with_master.precision, 24);
   EXPECT_EQ(s.with_master.updates, 4u);
   EXPECT_EQ(s.with_master.lost, 0u);
-  EXPECT_EQ(s.with_master.ratio_above, 0u);
+  EXPECT_EQ(s.with_master.ratio_needed, 0u);
   // fp32 loses 2^-25 from 1 (below the midpoint 1 + 2^-24) and the tie 2^-24.
   const formats::Format fp32 = formats::parse_format("fp32");
   EXPECT_EQ(one(1.0f, 0x1p-25f, fp32).lost, 1u);
-  EXPECT_EQ(one(1.0f, 0x1p-25f, fp32).ratio_above, 1u);
+  EXPECT_EQ(one(1.0f, 0x1p-25f, fp32).ratio_needed, 1u);
+  EXPECT_EQ(one(1.0f, 0x1p-26f, fp32).ratio_sufficient, 1u);
   EXPECT_EQ(one(1.0f, 0x1p-24f, fp32).lost, 1u);
   EXPECT_EQ(one(1.0f, 0x1p-23f, fp32).lost, 0u);
   EXPECT_THROW(record::lost_updates(w, std::vector<float>{1.0f}, fp16), std::invalid_argument);

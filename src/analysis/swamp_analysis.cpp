@@ -17,11 +17,9 @@ void add_counts(record::LostUpdateCounts& into, const record::LostUpdateCounts& 
   into.elements += c.elements;
   into.updates += c.updates;
   into.lost += c.lost;
-  into.ratio_above += c.ratio_above;
-  if (into.updates != 0) {
-    into.lost_rate = static_cast<double>(into.lost) / static_cast<double>(into.updates);
-    into.ratio_above_rate = static_cast<double>(into.ratio_above) / static_cast<double>(into.updates);
-  }
+  into.ratio_needed += c.ratio_needed;
+  into.ratio_sufficient += c.ratio_sufficient;
+  record::set_rates(into);
 }
 
 // The values of a tensor as floats in C order (swamp pairs elements by position).

@@ -26,7 +26,8 @@ nlohmann::json describe(const formats::Format& f) {
           {"min_subnormal", f.min_subnormal()},
           {"epsilon", f.epsilon()},
           {"unit_roundoff", f.unit_roundoff()},
-          {"lost_update_ratio", f.lost_update_ratio()}};
+          {"lost_update_ratio_needed", f.lost_update_ratio_needed()},
+          {"lost_update_ratio_sufficient", f.lost_update_ratio_sufficient()}};
 }
 
 }  // namespace
@@ -47,16 +48,17 @@ void add_formats_command(CLI::App& root, std::vector<Command>& commands) {
       std::cout << out.dump(2) << "\n";
       return 0;
     }
-    std::printf("%-14s %3s %3s %5s %-5s %-8s %13s %13s %13s %13s %9s\n", "name", "e", "p", "bias", "enc",
-                "overflow", "max", "min_normal", "min_subnormal", "epsilon", "lost_upd");
+    std::printf("%-14s %3s %3s %5s %-5s %-8s %13s %13s %13s %13s %9s %9s\n", "name", "e", "p", "bias", "enc",
+                "overflow", "max", "min_normal", "min_subnormal", "epsilon", "lost_need", "lost_all");
     for (const auto& f : list) {
-      std::printf("%-14s %3d %3d %5d %-5s %-8s %13.6g %13.6g %13.6g %13.6g %9.0f\n", f.name.c_str(),
+      std::printf("%-14s %3d %3d %5d %-5s %-8s %13.6g %13.6g %13.6g %13.6g %9.0f %9.0f\n", f.name.c_str(),
                   f.exponent_bits, f.precision(), f.bias, std::string(formats::to_string(f.encoding)).c_str(),
                   std::string(formats::to_string(f.overflow)).c_str(), f.max_finite(), f.min_normal(),
-                  f.min_subnormal(), f.epsilon(), f.lost_update_ratio());
+                  f.min_subnormal(), f.epsilon(), f.lost_update_ratio_needed(), f.lost_update_ratio_sufficient());
     }
-    std::printf("p = significand bits including the hidden bit; lost_upd = 2^p, the |w|/|u| ratio beyond which\n"
-                "round-to-nearest loses an update u from a weight w.\n");
+    std::printf("p = significand bits including the hidden bit. A lost update (fl(w + u) == w, u != 0) to a\n"
+                "normal w needs |w|/|u| >= lost_need = 2^p; every update with |w|/|u| > lost_all = 2^(p+1) is\n"
+                "lost; between the two it depends on where w sits in its binade.\n");
     return 0;
   }});
 }

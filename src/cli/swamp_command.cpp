@@ -43,7 +43,8 @@ struct SwampOptions {
 
 nlohmann::json counts_json(const record::LostUpdateCounts& c) {
   return {{"precision", c.precision}, {"elements", c.elements}, {"updates", c.updates}, {"lost", c.lost},
-          {"ratio_above", c.ratio_above}, {"lost_rate", c.lost_rate}, {"ratio_above_rate", c.ratio_above_rate}};
+          {"ratio_needed", c.ratio_needed}, {"ratio_sufficient", c.ratio_sufficient}, {"lost_rate", c.lost_rate},
+          {"ratio_needed_rate", c.ratio_needed_rate}, {"ratio_sufficient_rate", c.ratio_sufficient_rate}};
 }
 
 nlohmann::json report_json(const analysis::SwampReport& r) {
@@ -89,30 +90,34 @@ int run_swamp(const SwampOptions& o, const CLI::App& app) {
   j["failures"] = failures_json(a.failures);
 
   std::ostringstream csv;
-  csv << "tensor,elements,updates,fp16_lost,fp16_lost_master,fp16_ratio_above,bf16_lost,bf16_lost_master,bf16_ratio_above\n";
+  csv << "tensor,elements,updates,fp16_lost,fp16_lost_master,fp16_ratio_needed,fp16_ratio_sufficient,"
+         "bf16_lost,bf16_lost_master,bf16_ratio_needed,bf16_ratio_sufficient\n";
   std::ostringstream text;
-  char line[320];
-  std::snprintf(line, sizeof line, "%-40s %12s %12s %12s %12s %12s %12s %12s\n", "tensor", "updates", "fp16 lost",
-                "fp16+master", "fp16 2^11", "bf16 lost", "bf16+master", "bf16 2^8");
+  char line[400];
+  std::snprintf(line, sizeof line, "%-40s %12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "tensor", "updates",
+                "fp16 lost", "fp16+master", "fp16>=2^11", "fp16>2^12", "bf16 lost", "bf16+master", "bf16>=2^8",
+                "bf16>2^9");
   text << line;
   const auto rows = [&](const analysis::SwampReport& r) {
     const auto pct = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%.4f%%", 100 * v); return std::string(b); };
-    std::snprintf(line, sizeof line, "%-40s %12llu %12s %12s %12s %12s %12s %12s\n", r.name.c_str(),
-                  static_cast<unsigned long long>(r.fp16.without_master.updates), pct(r.fp16.without_master.lost_rate).c_str(),
-                  pct(r.fp16.with_master.lost_rate).c_str(), pct(r.fp16.without_master.ratio_above_rate).c_str(),
-                  pct(r.bf16.without_master.lost_rate).c_str(), pct(r.bf16.with_master.lost_rate).c_str(),
-                  pct(r.bf16.without_master.ratio_above_rate).c_str());
+    const record::LostUpdateCounts &h = r.fp16.without_master, &b = r.bf16.without_master;
+    std::snprintf(line, sizeof line, "%-40s %12llu %12s %12s %12s %12s %12s %12s %12s %12s\n", r.name.c_str(),
+                  static_cast<unsigned long long>(h.updates), pct(h.lost_rate).c_str(),
+                  pct(r.fp16.with_master.lost_rate).c_str(), pct(h.ratio_needed_rate).c_str(),
+                  pct(h.ratio_sufficient_rate).c_str(), pct(b.lost_rate).c_str(),
+                  pct(r.bf16.with_master.lost_rate).c_str(), pct(b.ratio_needed_rate).c_str(),
+                  pct(b.ratio_sufficient_rate).c_str());
     text << line;
-    csv << csv_field(r.name) << ',' << r.elements << ',' << r.fp16.with_master.updates << ','
-        << r.fp16.without_master.lost << ',' << r.fp16.with_master.lost << ',' << r.fp16.without_master.ratio_above << ','
-        << r.bf16.without_master.lost << ',' << r.bf16.with_master.lost << ',' << r.bf16.without_master.ratio_above << '\n';
+    csv << csv_field(r.name) << ',' << r.elements << ',' << r.fp16.with_master.updates << ',' << h.lost << ','
+        << r.fp16.with_master.lost << ',' << h.ratio_needed << ',' << h.ratio_sufficient << ',' << b.lost << ','
+        << r.bf16.with_master.lost << ',' << b.ratio_needed << ',' << b.ratio_sufficient << '\n';
   };
   for (const analysis::SwampReport& r : a.tensors) rows(r);
   rows(a.total);
   for (const std::string& u : a.unmatched) text << "unmatched: " << u << "\n";
   for (const analysis::ReadFailure& fl : a.failures) text << "FAILED: " << failure_line(fl) << "\n";
-  text << "lost: w + u rounded once equals w (weights stored in the format; +master: fp32 master weights); "
-          "2^p: |w|/|u| > 2^p with p = 11 (fp16), 8 (bf16), w as stored in the format\n";
+  text << "lost: w + u rounded once equals w != 0 (weights stored in the format; +master: fp32 master weights); "
+          ">=2^p: |w|/|u| >= 2^p, needed for a loss (w normal); >2^(p+1): lost whatever w; p = 11 (fp16), 8 (bf16)\n";
 
   if (!o.plot.empty()) {
     const std::vector<report::AxisMark> marks = {{"bf16 2^8", 8}, {"fp16 2^11", 11}, {"fp32 2^24", 24}};
@@ -146,13 +151,15 @@ void add_swamp_command(CLI::App& root, std::vector<Command>& commands) {
   app->footer(
       "Definitions, per tensor and format (fp16: p = 11, bf16: p = 8; p counts the hidden bit):\n"
       "  updates      pairs with u != 0 and w, u finite: the denominator of both rates\n"
-      "  lost         (the lost-update or swamping rate) updates whose sum w + u, rounded once to nearest even,\n"
-      "               equals w: with the weights stored in the format (w rounded to it first), and\n"
-      "               +master: with an fp32 master copy (w as given, the sum rounded to fp32)\n"
-      "  2^p column   updates with |w|/|u| > 2^p (w as stored in the format): a rule of thumb, not a count of\n"
-      "               lost updates. With round-to-nearest-even a lost update needs |w|/|u| >= 2^p (w normal),\n"
-      "               and |w|/|u| > 2^(p+1) loses it for every w; in between it depends on where w sits in its\n"
-      "               binade (fp16: w = 2047, u = 0.8999, ratio about 2275, gives 2048: the update is kept).\n"
+      "  lost         (the lost-update or swamping rate) updates to a w != 0 whose sum w + u, rounded once to\n"
+      "               nearest even, equals w: with the weights stored in the format (w rounded to it first), and\n"
+      "               +master: with an fp32 master copy (w as given, the sum rounded to fp32). A u added to\n"
+      "               w = 0 that rounds to 0 is underflow, not counted here.\n"
+      "  >=2^p        updates with |w|/|u| >= 2^p (w as stored in the format): with round-to-nearest-even a lost\n"
+      "               update to a normal w needs this, so it bounds the lost rate from above (normal w)\n"
+      "  >2^(p+1)     updates with |w|/|u| > 2^(p+1): each of these is lost, whatever w; a bound from below.\n"
+      "               In between it depends on where w sits in its binade (fp16: w = 2047, u = 0.8999, ratio\n"
+      "               about 2275, gives 2048: the update is kept).\n"
       "Exit: 0; 1 some files unreadable (rest analysed); 2 bad usage.");
   commands.push_back({app, [o, app] { return run_swamp(*o, *app); }});
 }

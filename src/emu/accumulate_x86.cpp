@@ -104,13 +104,15 @@ MPVERIFY_TARGET std::size_t lanes_kernel(const formats::Format& format, NativeFo
       continue;
     }
     if constexpr (Count) {
-      // count_update (counters.h) on masks: every lane here is finite, so an update is t != 0.
+      // count_update (counters.h) on masks: every lane here is finite, so an update is t != 0,
+      // and a lost one leaves a non-zero s unchanged.
       const __mmask8 addend = _mm512_cmp_pd_mask(t, zero, _CMP_NEQ_OQ);
+      const __mmask8 lost_candidates = addend & _mm512_cmp_pd_mask(s, zero, _CMP_NEQ_OQ);
       c.elements += 8;
       c.zeros += count(_mm512_cmp_pd_mask(_mm512_add_pd(s, t), zero, _CMP_EQ_OQ));
       c.inexact += count(inexact);
       c.addends += count(addend);
-      c.swamped += count(_mm512_mask_cmp_pd_mask(addend, value, s, _CMP_EQ_OQ));
+      c.swamped += count(_mm512_mask_cmp_pd_mask(lost_candidates, value, s, _CMP_EQ_OQ));
     }
     _mm512_storeu_pd(lanes + i, value);
   }

@@ -97,13 +97,13 @@ __attribute__((target("avx512f"))) inline __m512 fp16_step(__m512 va, __m512 vb,
     const __mmask16 inexact = _mm512_cmp_ps_mask(result, odd, _CMP_NEQ_OQ);
     bump(n.inexact, inexact);
     // count_update (counters.h) on masks, with w = c and u = a*b (exact in float):
-    // an update is a*b != 0 with a*b and c finite, lost when the result is c.
+    // an update is a*b != 0 with a*b and c finite, lost when c != 0 and the result is c.
     const __m512 product = _mm512_mul_ps(va, vb);
     const __mmask16 addend = _mm512_cmp_ps_mask(product, zero, _CMP_NEQ_OQ) &
                              _mm512_cmp_ps_mask(_mm512_abs_ps(product), infinity, _CMP_LT_OQ) &
                              _mm512_cmp_ps_mask(_mm512_abs_ps(vc), infinity, _CMP_LT_OQ);
     bump(n.addends, addend);
-    bump(n.swamped, _mm512_mask_cmp_ps_mask(addend, result, vc, _CMP_EQ_OQ));
+    bump(n.swamped, _mm512_mask_cmp_ps_mask(addend & _mm512_cmp_ps_mask(vc, zero, _CMP_NEQ_OQ), result, vc, _CMP_EQ_OQ));
     const __m512 ar = _mm512_abs_ps(result);
     const __mmask16 in_range = _mm512_cmp_ps_mask(_mm512_abs_ps(rd), _mm512_set1_ps(kFp16MinNormal), _CMP_GE_OQ) &
                                _mm512_cmp_ps_mask(ar, _mm512_set1_ps(kFp16MinNormal), _CMP_GE_OQ) &
@@ -164,7 +164,8 @@ __attribute__((target("avx512f"))) void add_lanes(const LaneCounts& n, std::uint
 // inf, and from inf or NaN every later x is inf or NaN, so a tile whose
 // accumulators end finite had every a, b, c and x finite). What remains is
 // swamping, result == c, read off equal fp16 bits (no zeros, no NaN), less
-// the zero-factor lanes, whose result is c without an addend.
+// the zero-factor lanes, whose result is c without an addend. (A lane with
+// c == 0 and an addend never counts: |x| >= 2^-14 makes its result non-zero.)
 // The lane counts of equal fp16 bits are 16-bit: a lane takes at most 2R per
 // k step, so they are widened every kBlock k steps.
 constexpr int kBlock = 4096;

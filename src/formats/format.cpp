@@ -28,7 +28,8 @@ double Format::min_subnormal() const {
 }
 double Format::epsilon() const { return std::ldexp(1.0, -mantissa_bits); }
 double Format::unit_roundoff() const { return std::ldexp(1.0, -precision()); }
-double Format::lost_update_ratio() const { return std::ldexp(1.0, precision()); }
+double Format::lost_update_ratio_needed() const { return std::ldexp(1.0, precision()); }
+double Format::lost_update_ratio_sufficient() const { return std::ldexp(1.0, precision() + 1); }
 
 std::uint32_t Format::positive_infinity_bits() const { return exponent_field_max() << mantissa_bits; }
 std::uint32_t Format::max_finite_bits() const {

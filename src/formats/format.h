@@ -66,8 +66,12 @@ struct Format {
   double min_subnormal() const;  // == min_normal() when subnormals are off
   double epsilon() const;        // 2^-mantissa_bits: the gap between 1 and the next value
   double unit_roundoff() const;  // 2^-precision: half of epsilon
-  // |w|/|u| beyond which round-to-nearest loses u from w (w + u == w): 2^p.
-  double lost_update_ratio() const;
+  // The two bounds on |w|/|u| for a lost update (fl(w + u) == w, u != 0) under
+  // round-to-nearest (emu/lost_update.h). Needed: a lost update to a normal w
+  // has |w|/|u| >= 2^p. Sufficient: |w|/|u| > 2^(p+1) loses u from every w.
+  // Between the two it depends on where w sits in its binade.
+  double lost_update_ratio_needed() const;      // 2^p
+  double lost_update_ratio_sufficient() const;  // 2^(p+1)
 
   // Encodings of special values.
   std::uint32_t positive_infinity_bits() const;  // only with has_infinity()

@@ -10,6 +10,14 @@
 
 namespace mpverify::record {
 
+void set_rates(LostUpdateCounts& c) {
+  if (c.updates == 0) return;
+  const double n = static_cast<double>(c.updates);
+  c.lost_rate = static_cast<double>(c.lost) / n;
+  c.ratio_needed_rate = static_cast<double>(c.ratio_needed) / n;
+  c.ratio_sufficient_rate = static_cast<double>(c.ratio_sufficient) / n;
+}
+
 LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format) {
   if (w.size() != u.size())
     throw std::invalid_argument("lost_updates: w has " + std::to_string(w.size()) + " elements, u " +
@@ -22,16 +30,15 @@ LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const fl
   r.elements = w.size();
   r.updates = c.addends_nonzero;
   r.lost = c.swamped;
-  // |w| / |u| > 2^p as |w| > 2^p |u|: the right side is exact in double.
-  const double ratio = format.lost_update_ratio();
+  // |w| / |u| against 2^p and 2^(p+1) as |w| against 2^p |u|: the products are exact in double.
+  const double needed = format.lost_update_ratio_needed(), sufficient = format.lost_update_ratio_sufficient();
   for (std::size_t i = 0; i < w.size(); ++i) {
     const double wi = w[i], ui = u[i];
-    if (ui != 0 && std::isfinite(ui) && std::isfinite(wi)) r.ratio_above += std::fabs(wi) > ratio * std::fabs(ui);
+    if (!emu::is_update(wi, ui)) continue;
+    r.ratio_needed += std::fabs(wi) >= needed * std::fabs(ui);
+    r.ratio_sufficient += std::fabs(wi) > sufficient * std::fabs(ui);
   }
-  if (r.updates != 0) {
-    r.lost_rate = static_cast<double>(r.lost) / static_cast<double>(r.updates);
-    r.ratio_above_rate = static_cast<double>(r.ratio_above) / static_cast<double>(r.updates);
-  }
+  set_rates(r);
   return r;
 }
 

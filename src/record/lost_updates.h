@@ -1,5 +1,5 @@
 // Lost updates (swamping): how many of an optimizer step's updates u vanish
-// when added to the weights w, w <- fl(w + u) (issue 4, "Recorders").
+// when added to the weights w, w <- fl(w + u).
 //
 // "Without master weights" is the fp16-pure recipe: the weights are stored in
 // the low weight format, so w is first rounded (nearest-even) to that format
@@ -22,17 +22,22 @@ struct LostUpdateCounts {
   int precision = 0;             // p of the format the weights are stored in
   std::uint64_t elements = 0;
   std::uint64_t updates = 0;     // u != 0 with w and u finite: the denominator
-  std::uint64_t lost = 0;        // ... and fl(w + u) == w, exactly
-  std::uint64_t ratio_above = 0; // ... and |w| / |u| > 2^p (the rule of thumb; ties at 2^p are not counted
-                                 // although nearest-even can lose them, e.g. fp16 w = 1, u = 2^-11)
-  double lost_rate = 0;          // lost / updates (0 when updates is 0)
-  double ratio_above_rate = 0;   // ratio_above / updates
+  std::uint64_t lost = 0;        // ... and fl(w + u) == w != 0, exactly (emu/lost_update.h)
+  // The two ratio bounds (formats::Format::lost_update_ratio_needed/_sufficient), counted for what they are:
+  std::uint64_t ratio_needed = 0;      // updates with |w| / |u| >= 2^p: every lost update to a normal w is one
+  std::uint64_t ratio_sufficient = 0;  // updates with |w| / |u| > 2^(p+1): each of these is lost
+  double lost_rate = 0;                // lost / updates (0 when updates is 0)
+  double ratio_needed_rate = 0;        // ratio_needed / updates
+  double ratio_sufficient_rate = 0;    // ratio_sufficient / updates
 };
 
 struct LostUpdateStats {
   LostUpdateCounts without_master;  // weights stored in weight_format
   LostUpdateCounts with_master;     // fp32 master weights
 };
+
+// lost_rate and the two ratio rates from the counts (0 when there are no updates).
+void set_rates(LostUpdateCounts& c);
 
 // Throws std::invalid_argument when w and u differ in size.
 LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,

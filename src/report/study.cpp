@@ -260,7 +260,9 @@ void write_gradient_histograms(const StudyConfig& c, const std::vector<Side>& si
                       panels,
                       {{"min subnormal 2^" + std::to_string(fp16.min_subnormal_exponent), fp16.min_subnormal_exponent},
                        {"min normal 2^" + std::to_string(fp16.min_normal_exponent), fp16.min_normal_exponent},
-                       {"65504", fp16.max_finite_exponent}}),
+                       // 65504 = 2^16 - 2^5 sits at the top of its binade: the mark is that binade's
+                       // right edge, where overflow starts (as analyze --plot draws it).
+                       {"65504", fp16.max_finite_exponent + 1}}),
         files);
 }
 

@@ -461,7 +461,8 @@ void Trainer::record_update(const nn::Parameter& p, const std::vector<float>& be
     total->elements += part->elements;
     total->updates += part->updates;
     total->lost += part->lost;
-    total->ratio_above += part->ratio_above;
+    total->ratio_needed += part->ratio_needed;
+    total->ratio_sufficient += part->ratio_sufficient;
   }
   recorder_.record(p.name, "update", nn::Role::update, nn::Pass::optimizer, u, written);
 }
@@ -681,7 +682,12 @@ void Trainer::log_step_rates(nlohmann::json& log) {
   log["activation_overflow_rate"] = a.overflow_rate();
   log["lost_update_rate"] = rate(m.lost_master.lost, m.lost_master.updates);
   log["lost_update_rate_without_master"] = rate(m.lost_without_master.lost, m.lost_without_master.updates);
-  log["swamp_ratio_rate"] = rate(m.lost_without_master.ratio_above, m.lost_without_master.updates);
+  // The two ratio bounds around lost_update_rate_without_master (emu/lost_update.h): the share of updates
+  // with |w|/|u| >= 2^p (a lost update to a normal w needs it) and > 2^(p+1) (lost whatever w).
+  log["lost_update_ratio_needed_rate_without_master"] =
+      rate(m.lost_without_master.ratio_needed, m.lost_without_master.updates);
+  log["lost_update_ratio_sufficient_rate_without_master"] =
+      rate(m.lost_without_master.ratio_sufficient, m.lost_without_master.updates);
   if (const auto& origin = m.ctx->first_nonfinite())
     log["nonfinite"] = {{"layer", origin->layer},
                         {"tensor", origin->tensor},
