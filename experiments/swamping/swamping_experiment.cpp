@@ -754,7 +754,7 @@ void rule_section(const SwampingConfig& c, const RuleComparison& rule, std::stri
   };
   frac_row("lost, exact: fl16(w + u) == w", pure_total.lost);
   frac_row("r ≥ 2048 (\"more than 2048× smaller\", ties included)", pure_at_least);
-  frac_row("r > 2048 (the recorders' `swamp_ratio_rate`)", pure_above);
+  frac_row("r > 2048 (the rule's strict form)", pure_above);
   frac_row("r > 4096", pure_above_twice);
   frac_row("lost although r < 2048", lost_below);
   frac_row("... of which w was normal (the theorem says none)", lost_below_normal);
@@ -793,7 +793,7 @@ void counts_section(const CensusChecks& checks, std::string& md) {
   md += "- Against what the optimizer did: of " + std::to_string(checked_updates) + " non-zero updates followed by "
         "another step (every run), " + std::to_string(unchanged) + " left the weight unchanged and " +
         std::to_string(counted_lost) + " were counted lost; " + std::to_string(unchanged_kept) +
-        " were unchanged although counted kept, " + std::to_string(changed_lost) + " changed although counted lost.\n";
+        " were unchanged although counted kept (a weight 0 left 0 by an underflowing update is not a lost one), " + std::to_string(changed_lost) + " changed although counted lost.\n";
   md += "- The recorder fix in this change: at step 0 the trainer measured fp16-pure's updates against its initial "
         "weights before they were rounded to fp16 (the optimizer rounds them first), so step 0 counted almost no "
         "lost updates; it now measures against the rounded weights (src/training/trainer.cpp, tested by "

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "emu/lost_update.h"
 #include "emu/quantize.h"
 
 namespace mpverify::experiments {
@@ -57,7 +58,9 @@ void UpdateCensus::check_previous(const std::string& parameter, std::span<const 
     // the lost-update definition compares values, so compare values here too.
     const bool same = master_now[i] == p.before[i];
     unchanged += same;
-    unchanged_kept += same && !p.lost[i];
+    // A u added to w = 0 that rounds to 0 leaves w unchanged by underflow, which
+    // is not a lost update (emu/lost_update.h): no disagreement there.
+    unchanged_kept += same && !p.lost[i] && p.before[i] != 0;
     changed_lost += !same && p.lost[i];
   }
   CensusStep& s = steps_.at(p.step_index);
@@ -124,7 +127,7 @@ void UpdateCensus::add_updates(std::size_t step, const std::string& parameter, s
   for (std::size_t i = 0; i < u.size(); ++i) {
     const double wi = w[i], ui = u[i];
     if (!(ui != 0 && std::isfinite(ui) && std::isfinite(wi))) continue;
-    const bool lost = emu::round_value(format_, wi + ui) == w[i];
+    const bool lost = emu::is_lost_update(wi, ui, emu::round_value(format_, wi + ui));
     pending.lost[i] = lost;
     const double aw = std::fabs(wi), au = std::fabs(ui);
     // aw / au compared as aw against a power of two times au: exact in double.

@@ -6,7 +6,7 @@
 // put (checked against the weights the next step reads).
 //
 // Why an observer and not the run's steps.jsonl: the recorders keep one rate
-// per step (and only the strict > 2^p rule); the comparison of the exact rate
+// per step (and the two ratio bounds' rates); the comparison of the exact rate
 // with the rules, by binade position and by weight class, needs every update
 // next to its weight. The trainer shows an observer (TrainConfig::
 // extra_observer) each parameter's master weights before the forward pass
@@ -14,8 +14,9 @@
 // role weight_grad, as stored) and its update ("update", role update), in that
 // order within a step; a skipped step shows no update.
 //
-// Lost is computed here independently of the recorders (emu::add_arrays):
-// w + u in double, then rounded once to the format (emu::round_value). The
+// Lost (emu::is_lost_update, the one definition) is computed here on a
+// rounding independent of the recorders' (emu::add_arrays): w + u in double,
+// then rounded once to the format (emu::round_value). The
 // double sum may itself be rounded, but double rounding through a format of
 // 53 bits is innocuous for a sum rounded to a format of p <= 25 bits (53 >= 2p
 // + 2; Figueroa, "When is double rounding innocuous?", 1995), so this is
@@ -53,7 +54,7 @@ struct CensusStep {
   CensusCount all;
   std::uint64_t ratio_at_least = 0;   // |w| / |u| >= 2^p (the "2048x smaller" rule for fp16)
   std::uint64_t ratio_above_twice = 0;  // |w| / |u| > 2^(p+1): lost for every w by the theorem
-  std::uint64_t ratio_above = 0;      // |w| / |u| > 2^p (the recorders' swamp_ratio_rate)
+  std::uint64_t ratio_above = 0;      // |w| / |u| > 2^p (the common strict form of the 2048 rule)
   // Lost updates by the step's weight gradient: exactly zero as the op
   // produced it (a dead input, a bias whose gradient cancels), non-zero but
   // zero once stored in the gradient format (underflow), non-zero.
