@@ -1,4 +1,4 @@
-// Held-out evaluation (issue 5): batch norm's evaluation mode against a
+// Held-out evaluation: batch norm's evaluation mode against a
 // direct computation, and Trainer::evaluate against an independent recount
 // from the classifier's logits; evaluation leaves the run unchanged; a
 // trained CNN reaches a stated accuracy; a diverged run has no accuracy.

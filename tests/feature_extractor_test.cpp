@@ -1,4 +1,4 @@
-// The FID/KID feature extractor (issue 5): trained deterministically for a
+// The FID/KID feature extractor: trained deterministically for a
 // seed, saved and loaded bitwise, its features are the input of its last
 // layer, and it classifies the MNIST test images above a stated accuracy.
 #include <gtest/gtest.h>

@@ -509,7 +509,7 @@ TEST(Fid, AgreesWithScipySqrtmOnWellConditionedFeatures) {
     const double scipy_fid = std::stod(out.out);
     for (const TraceRoute route : kRoutes) {
       const FidResult r = fid(view(a, c.d), view(b, c.d), route);
-      // The requirement: 1e-6 relative on well-conditioned inputs.
+      // The requirement: 1e-6 relative on well-conditioned inputs.
       EXPECT_NEAR(r.fid, scipy_fid, 1e-6 * scipy_fid) << "d " << c.d << " " << to_string(route);
       ++compared;
     }

@@ -1,5 +1,5 @@
 // `mpverify train` and `mpverify compare-runs` end to end: a run directory
-// with the issue's files and fields, refusals with exit code 2 and no output,
+// with the documented files and fields, refusals with exit code 2 and no output,
 // and the comparison of an fp32 run with an o2 run.
 #include <gtest/gtest.h>
 
@@ -118,7 +118,7 @@ TEST(TrainCli, CompareRunsReadsTwoRunDirectories) {
   EXPECT_NE(j.dump().find("recipe"), std::string::npos);  // the differing configuration is named
 }
 
-// --- data sets, evaluation and ensembles (issue 5) ---------------------------------------
+// --- data sets, evaluation and ensembles -------------------------------------------------
 
 std::string train_on(const std::string& args) {
   return std::string(MPVERIFY_BIN) + " train --batch-size 16 --quiet " + args;

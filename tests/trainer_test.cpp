@@ -1,4 +1,4 @@
-// The trainer (issue 4, "Verification"): an o2 run on the emulator against
+// The trainer: an o2 run on the emulator against
 // the FP32 reference, the recorders against a brute-force recount, a crafted
 // underflow that a loss scale recovers, and crafted non-finite faults.
 #include <gtest/gtest.h>

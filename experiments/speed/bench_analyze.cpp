@@ -1,5 +1,5 @@
 // `mpverify analyze` speed on a large float32 .npy against a plain read of
-// the same file in the same run (the goal: at least half of it).
+// the same file in the same run (the goal: at least half of it).
 //
 //   bench_analyze [--bytes N] [--file PATH] [--repeats R] [--seed S] [--threads T1,T2,...] [--scales S1,S2,...]
 //

@@ -1,4 +1,4 @@
-// Experiment 7 (issue 8), the speed table: one CNN training step in mixed
+// The speed experiment's table: one CNN training step in mixed
 // precision (o2 with the torch scaler) against the same step in fp32, over
 // batch sizes and image sizes, in the shape of NVIDIA's GauGAN/SPADE table
 // (batch size x resolution -> speed-up), plus the cost of the recorders.
@@ -108,7 +108,7 @@ class SpeedupReporter : public mpverify::bench::TimeReporter {
          "o2 step time with them off.\n\n";
     s += table("o2", "o2_recorders", false);
     if (!gpu_) {
-      // The issue-4 goal with the recorders on is read against the reference step itself.
+      // The goal with the recorders on is read against the reference step itself.
       s += "\nThe two together: o2 step time on the emulator with every recorder on / fp32 step time on the Eigen "
            "reference, in the same run.\n\n";
       s += table("fp32", "o2_recorders", false);

@@ -1,4 +1,4 @@
-// One training step of the CNN (issue 4, "Speed"): on the emulator under o2
+// One training step of the CNN: on the emulator under o2
 // with every recorder on, and with the recorders off, against the same step
 // on the Eigen FP32 reference, in one run; reported as time ratios.
 //

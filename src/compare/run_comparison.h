@@ -1,4 +1,4 @@
-// Step-by-step comparison of two training runs (issue 4: `mpverify
+// Step-by-step comparison of two training runs (`mpverify
 // compare-runs A B`), e.g. an fp32 reference run and an o2 emulated run of
 // the same model, seed and data: how far B's loss is from A's at every step,
 // how their loss scales, skipped steps, underflow and lost-update rates

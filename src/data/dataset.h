@@ -1,5 +1,5 @@
 // An in-memory image classification data set, the form every data source
-// (synthetic now; MNIST and the 8x8 digits with the data issue) hands to
+// (synthetic digits, MNIST, scikit-learn's 8x8 digits) hands to
 // training: N images stored NCHW as floats in [0, 1], one int32 label each.
 #pragma once
 

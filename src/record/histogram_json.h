@@ -1,5 +1,5 @@
 // The compact JSON of an exponent histogram and of a format's thresholds, as
-// histograms.jsonl holds them (issue 4, "Output").
+// histograms.jsonl holds them.
 //
 // A histogram has 277 exponent bins, almost all empty for any one tensor, so
 // only the span from the lowest to the highest non-empty bin is written:

@@ -1,6 +1,6 @@
 // A run directory's step log (steps.jsonl, one JSON object per line) and its
 // summary (summary.json), written so that a killed run leaves its completed
-// steps readable and never a half-written file (issue 4, "Output").
+// steps readable and never a half-written file.
 //
 // Every publication of the log writes the WHOLE file to steps.jsonl.tmp,
 // fsyncs it, renames it over steps.jsonl and fsyncs the directory. rename()
@@ -11,7 +11,7 @@
 // between are lost on a kill, but never half-written); the default publishes
 // every step. Appending lines in place with write + fsync would be O(line), but
 // a kill or power loss mid-write leaves a partial last line that every reader
-// would have to know to ignore, which the issue rules out.
+// would have to know to ignore, which a run log must never ask of them.
 //
 // A stray steps.jsonl.tmp (from a run killed while publishing) is never read,
 // and is replaced by the next publication. Errors are std::runtime_error

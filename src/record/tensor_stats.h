@@ -1,5 +1,5 @@
 // What rounding a tensor to a low-precision format at a loss scale does to
-// it: the recorder statistics of one tensor (issue 4, "Recorders").
+// it: the recorder statistics of one tensor.
 //
 // The values examined are v = x * scale, rounded to nearest-even to the target
 // format. The scale must be a finite positive float value (a loss scale is),

@@ -1,6 +1,5 @@
 // Precision recipes: which format each tensor of a model lives in, by name,
-// as the frameworks' mixed-precision modes set them (issue 4, "Precision
-// recipes"). A recipe is written NAME[:KEY=VALUE[,KEY=VALUE...]], e.g.
+// as the frameworks' mixed-precision modes set them. A recipe is written NAME[:KEY=VALUE[,KEY=VALUE...]], e.g.
 // `o2`, `bf16-o2`, `o2:low=e5m7`, `fp8:fp8_scaling=delayed`.
 //
 // name       matmul operands    activations,   weights the     master   norm     loss input   optimizer

@@ -1,4 +1,4 @@
-// The recorders of one training run (issue 4, "Recorders"): every tensor a
+// The recorders of one training run: every tensor a
 // layer stores (nn::Context::store), and the weights and updates the
 // trainer hands in, measured against the format it lives in:
 //  - its log2-exponent histogram (with the zero bin; the format's thresholds
@@ -9,7 +9,7 @@
 //    log2(max_finite / max|x|).
 // Gradients in the backward pass are the scaled ones (the loss scale
 // multiplied the loss gradient), so these are the rates "at the current
-// scale", as the issue defines them.
+// scale".
 //
 // The target format is the tensor's storage format, except where that is
 // fp32 (the fp32 recipe, master weights): there the study format (fp16 by

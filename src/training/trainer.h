@@ -1,4 +1,4 @@
-// Training a model side by side (issue 4): the same model from the same
+// Training a model side by side: the same model from the same
 // initial weights on the same batches, on any backend, under any recipe and
 // loss-scale strategy, with the recorders on.
 //
