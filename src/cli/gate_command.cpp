@@ -48,7 +48,7 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
       ->type_name("accuracy|fid|loss");
   app->add_option("--margin", o->margin,
                   "Equivalence margin in the metric's unit: accuracy points (recommended 1 with 10+ seeds per side; "
-                  "see the README), FID units, loss units")
+                  "see docs/parity-gate.md), FID units, loss units")
       ->required()
       ->type_name("X");
   app->add_option("--alpha", o->alpha, "Level of each one-sided test; the interval has level 1 - 2 alpha (default 0.05)")

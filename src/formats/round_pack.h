@@ -7,8 +7,8 @@
 // rounding boundary of a Format (its values and the midpoints between them)
 // has at most 25 significant bits and lies well inside double's range, no
 // boundary can fall strictly between `magnitude` and the exact value, so this
-// pair decides every rounding mode exactly (see docs in README, "Why doubles
-// suffice").
+// pair decides every rounding mode exactly (docs/formats.md, "One rounding
+// routine").
 #pragma once
 
 #include <cstdint>
