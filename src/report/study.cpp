@@ -426,7 +426,7 @@ std::string lost_updates_section(const StudyConfig& c, const std::vector<Side>& 
 std::string study_markdown(const StudyConfig& c, const std::vector<Side>& sides, const StudyResult& result,
                            const StudyGates& gates, const SeedOneSteps& steps) {
   std::string md = "# The default study: FP32 against o2 mixed precision on the MNIST CNN\n\n";
-  md += "Written by `mpverify study` (run by `./run-main`, the README's first command). Every number and figure "
+  md += "Written by `mpverify study` (the first command of the README, `./run-main`). Every number and figure "
         "below comes from the run directories it trained; the same seeds give the same report, byte for byte.\n\n";
   md += verdict_section(c, gates);
   md += what_ran_section(c, result.gpu_reason);
