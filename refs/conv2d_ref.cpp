@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "refs/eigen_blocking.h"
+
 namespace mpverify::refs {
 
 namespace {
@@ -60,6 +62,7 @@ struct Dims {
 
 template <typename T>
 void forward(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt, std::span<T> y) {
+  pin_eigen_blocking();
   s.check(x.size(), wgt.size(), y.size());
   const Dims d(s);
   const RowMajor<T> W = Eigen::Map<const RowMajor<float>>(wgt.data(), s.k, d.crs).template cast<T>();
@@ -73,6 +76,7 @@ void forward(const ops::Conv2dShape& s, std::span<const float> x, std::span<cons
 // dx = col2im(W^T dy) per image: a GEMM, then the overlapping windows summed.
 template <typename T>
 void backward_data(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt, std::span<T> dx) {
+  pin_eigen_blocking();
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   const Dims d(s);
   const RowMajor<T> Wt = Eigen::Map<const RowMajor<float>>(wgt.data(), s.k, d.crs).transpose().template cast<T>();
@@ -87,6 +91,7 @@ void backward_data(const ops::Conv2dShape& s, std::span<const float> dy, std::sp
 // dw = sum over images of dy_n col_n^T.
 template <typename T>
 void backward_filter(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy, std::span<T> dw) {
+  pin_eigen_blocking();
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
   const Dims d(s);
   RowMajor<T> col(d.crs, d.pq);

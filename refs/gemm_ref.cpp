@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "refs/eigen_blocking.h"
+
 namespace mpverify::refs {
 
 namespace {
@@ -15,6 +17,7 @@ using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 
 template <typename T>
 void gemm(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<T> c) {
+  pin_eigen_blocking();
   s.check(a.size(), b.size(), c.size());
   const Eigen::Map<const RowMajor<float>> A(a.data(), s.transpose_a ? s.k : s.m, s.transpose_a ? s.m : s.k);
   const Eigen::Map<const RowMajor<float>> B(b.data(), s.transpose_b ? s.n : s.k, s.transpose_b ? s.k : s.n);

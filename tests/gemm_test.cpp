@@ -11,6 +11,7 @@
 #include "compare/compare.h"
 #include "emu/gemm_emu.h"
 #include "emu/quantize.h"
+#include "refs/eigen_blocking.h"
 #include "refs/gemm_ref.h"
 
 namespace {
@@ -85,6 +86,21 @@ TEST(GemmRef, Fp32WithinTheBoundOfFp64) {
                                     compare::Tolerance::normwise(normwise_bound(s, a, b, 0x1p-24), "gamma_k(2^-24)"));
   EXPECT_TRUE(cmp.passed) << cmp.failure;
   EXPECT_LT(cmp.tolerance_used, 1.0);
+}
+
+// The reference's product is blocked for fixed cache sizes, not for this
+// machine's (refs/eigen_blocking.h), so its summation order and bits are the
+// same on every machine. Were the pinning lost, Eigen would report the CPU's
+// own sizes (here, and on most servers, not the pinned 32 KiB / 1 MiB / 8 MiB).
+TEST(GemmRef, BlockedForTheFixedCacheSizesOnEveryMachine) {
+  const mpverify::ops::GemmShape s{8, 8, 8, false, false};
+  std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64);
+  mpverify::refs::gemm_ref(s, a, b, c);
+  const auto sizes = mpverify::refs::eigen_cache_sizes();
+  EXPECT_EQ(sizes.l1, mpverify::refs::kEigenL1);
+  EXPECT_EQ(sizes.l2, mpverify::refs::kEigenL2);
+  EXPECT_EQ(sizes.l3, mpverify::refs::kEigenL3);
+  EXPECT_EQ(c[0], 8.0f);
 }
 
 TEST(GemmEmu, IntegerInputsAreExact) {

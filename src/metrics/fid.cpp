@@ -7,6 +7,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "refs/eigen_blocking.h"
+
 namespace mpverify::metrics {
 
 namespace {
@@ -130,6 +132,7 @@ TraceRoute parse_trace_route(std::string_view name) {
 }
 
 FidResult frechet_distance(const GaussianStats& a, const GaussianStats& b, TraceRoute route) {
+  refs::pin_eigen_blocking();
   check_stats(a, "A");
   check_stats(b, "B");
   if (a.dims() != b.dims()) {

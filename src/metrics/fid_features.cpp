@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "refs/eigen_blocking.h"
+
 namespace mpverify::metrics {
 
 namespace {
@@ -65,6 +67,7 @@ FeatureStats::FeatureStats(std::size_t dims, std::string name)
 }
 
 void FeatureStats::add_batch(std::span<const double> values, std::size_t rows) {
+  refs::pin_eigen_blocking();
   if (values.size() != rows * dims_) {
     std::string msg = name_;
     msg += ": a batch of " + std::to_string(values.size()) + " values is not " + std::to_string(rows) + " rows x " +
