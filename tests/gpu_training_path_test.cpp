@@ -51,21 +51,21 @@ class GpuWithStandIn final : public nn::Backend {
 #define MPVERIFY_STAND_IN(op, ...) \
   return run(#op, [&] { return gpu_.op(__VA_ARGS__); }, [&] { return emu_.op(__VA_ARGS__); })
 
-void GpuWithStandIn::gemm(const emu::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+void GpuWithStandIn::gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                           std::span<float> c, const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(gemm, shape, a, b, c, policy, counters);
 }
-void GpuWithStandIn::conv2d_forward(const emu::Conv2dShape& shape, std::span<const float> x,
+void GpuWithStandIn::conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x,
                                     std::span<const float> wgt, std::span<float> y, const emu::GemmPolicy& policy,
                                     emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(conv2d_forward, shape, x, wgt, y, policy, counters);
 }
-void GpuWithStandIn::conv2d_backward_data(const emu::Conv2dShape& shape, std::span<const float> dy,
+void GpuWithStandIn::conv2d_backward_data(const ops::Conv2dShape& shape, std::span<const float> dy,
                                           std::span<const float> wgt, std::span<float> dx,
                                           const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(conv2d_backward_data, shape, dy, wgt, dx, policy, counters);
 }
-void GpuWithStandIn::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span<const float> x,
+void GpuWithStandIn::conv2d_backward_filter(const ops::Conv2dShape& shape, std::span<const float> x,
                                             std::span<const float> dy, std::span<float> dw,
                                             const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(conv2d_backward_filter, shape, x, dy, dw, policy, counters);
@@ -110,12 +110,12 @@ void GpuWithStandIn::batch_norm_backward(const ops::ChannelShape& s, std::span<c
                                          const emu::BatchNormPolicy& policy, emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(batch_norm_backward, s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta, policy, counters);
 }
-float GpuWithStandIn::softmax_cross_entropy(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float GpuWithStandIn::softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                             std::span<const std::int32_t> labels, const emu::LossPolicy& policy,
                                             emu::CounterSet* counters) {
   MPVERIFY_STAND_IN(softmax_cross_entropy, s, logits, labels, policy, counters);
 }
-void GpuWithStandIn::softmax_cross_entropy_backward(const emu::SoftmaxCrossEntropyShape& s,
+void GpuWithStandIn::softmax_cross_entropy_backward(const ops::SoftmaxCrossEntropyShape& s,
                                                     std::span<const float> logits,
                                                     std::span<const std::int32_t> labels, std::span<float> dlogits,
                                                     const emu::LossPolicy& policy, emu::CounterSet* counters) {

@@ -91,9 +91,9 @@ emu::LossPolicy fp32_loss() { return {kFp32, kFp32, kFp32}; }
 
 struct Inputs {
   std::mt19937_64 rng{2024};
-  emu::GemmShape gemm{5, 7, 9, false, true};
+  ops::GemmShape gemm{5, 7, 9, false, true};
   std::vector<float> a = normal(gemm.a_size(), rng, 1.0), b = normal(gemm.b_size(), rng, 1.0);
-  emu::Conv2dShape conv{2, 3, 6, 5, 4, 3, 3, 1, 1};
+  ops::Conv2dShape conv{2, 3, 6, 5, 4, 3, 3, 1, 1};
   std::vector<float> cx = normal(conv.x_size(), rng, 1.0), cw = normal(conv.weight_size(), rng, 0.3),
                      cdy = normal(conv.y_size(), rng, 1.0);
   ops::ChannelShape ch{3, 4, 2, 2};
@@ -102,7 +102,7 @@ struct Inputs {
   ops::BatchNormParams bn{};
   ops::PoolShape pool{2, 2, 4, 4, 2, 2, 2, 0};
   std::vector<float> px = normal(pool.x_size(), rng, 1.0), pdy = normal(pool.y_size(), rng, 1.0);
-  emu::SoftmaxCrossEntropyShape sce{4, 5};
+  ops::SoftmaxCrossEntropyShape sce{4, 5};
   std::vector<float> logits = normal(sce.logits_size(), rng, 3.0);
   std::vector<std::int32_t> labels{0, 3, 4, 1};
   std::vector<float> t{0.0f, 0.25f, 1.0f, 0.5f, 0.75f, 1.0f, 0.0f, 0.125f};
@@ -139,7 +139,7 @@ TEST(RefBackend, MatrixOpsEqualTheReferences) {
   nn::RefBackend ref;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      const emu::GemmShape s{6, 4, 11, ta, tb};
+      const ops::GemmShape s{6, 4, 11, ta, tb};
       const auto a = normal(s.a_size(), in.rng, 1.0), b = normal(s.b_size(), in.rng, 1.0);
       std::vector<float> want(s.c_size()), got(s.c_size());
       refs::gemm_ref(s, a, b, want);
@@ -891,7 +891,7 @@ TEST(GpuBackend, LossesAreTheReferenceOnTheRoundedLogits) {
 // The fp32 gradient keeps them for the loss scale; an fp16 one would be 0.
 TEST(GpuBackend, SmallLossGradientsSurviveForTheLossScale) {
   nn::GpuBackend gpu_backend;
-  const emu::SoftmaxCrossEntropyShape s{2, 4};
+  const ops::SoftmaxCrossEntropyShape s{2, 4};
   const std::vector<float> logits{30.0f, 0.0f, 0.5f, -1.0f, -2.0f, 28.0f, 0.25f, 1.0f};  // fp16 values
   const std::vector<std::int32_t> labels{0, 1};
   std::vector<float> d(logits.size());
@@ -940,7 +940,7 @@ TEST(GpuBackend, Fp16GemmWithinTheBoundOfTheEmulator) {
   nn::EmuBackend emu_backend;
   std::mt19937_64 rng(77);
   for (bool tb : {false, true}) {
-    const emu::GemmShape s{96, 80, 192, false, tb};
+    const ops::GemmShape s{96, 80, 192, false, tb};
     const auto a = to_fp16(normal(s.a_size(), rng, 1.0)), b = to_fp16(normal(s.b_size(), rng, 1.0));
     for (emu::Accumulation acc : {emu::Accumulation::fp32, emu::Accumulation::tensor_core}) {
       emu::GemmPolicy p;  // fp16 inputs, fp32 output

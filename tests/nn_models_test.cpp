@@ -333,7 +333,7 @@ TEST(Models, MlpGradientMatchesACentralDifferenceOfTheLoss) {
   for (float& v : x.values) v = static_cast<float>(std::uniform_int_distribution<int>(0, 255)(rng)) * 0x1p-8f;
   std::vector<std::int32_t> labels(n);
   for (auto& l : labels) l = std::uniform_int_distribution<std::int32_t>(0, classes - 1)(rng);
-  const emu::SoftmaxCrossEntropyShape shape{n, classes};
+  const ops::SoftmaxCrossEntropyShape shape{n, classes};
   const emu::LossPolicy loss_policy = nn::loss_policy(run.precision);
   auto loss = [&] {
     const Tensor logits = mlp.forward(run.ctx, x);

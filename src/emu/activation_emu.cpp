@@ -21,7 +21,7 @@ void check(std::size_t a, std::size_t b, const char* what) {
 
 }  // namespace
 
-void activation_emu(const ActivationParams& p, std::span<const float> x, std::span<float> y,
+void activation_emu(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                     const ElementwisePolicy& policy, CounterSet* counters) {
   check(x.size(), y.size(), "x and y");
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "activation.x"));
@@ -30,7 +30,7 @@ void activation_emu(const ActivationParams& p, std::span<const float> x, std::sp
   round_values(exact, y, policy.output, site_counters(counters, "activation.y"));
 }
 
-void activation_backward_emu(const ActivationParams& p, std::span<const float> x, std::span<const float> dy,
+void activation_backward_emu(const ops::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
                              std::span<float> dx, const ElementwisePolicy& policy, CounterSet* counters) {
   check(x.size(), dy.size(), "x and dy");
   check(x.size(), dx.size(), "x and dx");

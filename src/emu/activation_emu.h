@@ -12,19 +12,16 @@
 
 namespace mpverify::emu {
 
-using ops::Activation;
-using ops::ActivationParams;
-
 struct ElementwisePolicy {
   formats::Format input = formats::parse_format("fp16");
   formats::Format output = formats::parse_format("fp16");
 };
 
 // Sites: "activation.x", "activation.y".
-void activation_emu(const ActivationParams& p, std::span<const float> x, std::span<float> y,
+void activation_emu(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y,
                     const ElementwisePolicy& policy, CounterSet* counters = nullptr);
 // Sites: "activation_backward.x", "activation_backward.dy", "activation_backward.dx".
-void activation_backward_emu(const ActivationParams& p, std::span<const float> x, std::span<const float> dy,
+void activation_backward_emu(const ops::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
                              std::span<float> dx, const ElementwisePolicy& policy, CounterSet* counters = nullptr);
 
 }  // namespace mpverify::emu

@@ -57,7 +57,7 @@ double gamma_or_infinity(std::size_t k, double u) {
 
 }  // namespace
 
-BatchNormForwardBounds batch_norm_forward_bounds(const ChannelShape& s, const BatchNormParams& p,
+BatchNormForwardBounds batch_norm_forward_bounds(const ops::ChannelShape& s, const ops::BatchNormParams& p,
                                                  std::span<const float> x, std::span<const float> gamma,
                                                  std::span<const float> beta, const BatchNormPolicy& policy) {
   const char* op = "batch_norm_forward_bounds";
@@ -115,7 +115,7 @@ BatchNormForwardBounds batch_norm_forward_bounds(const ChannelShape& s, const Ba
   return {y_b.bound(), mean_b.bound(), invstd_b.bound()};
 }
 
-BatchNormBackwardBounds batch_norm_backward_bounds(const ChannelShape& s, std::span<const float> x,
+BatchNormBackwardBounds batch_norm_backward_bounds(const ops::ChannelShape& s, std::span<const float> x,
                                                    std::span<const float> dy, std::span<const float> gamma,
                                                    std::span<const float> mean, std::span<const float> invstd,
                                                    const BatchNormPolicy& policy) {
@@ -172,7 +172,7 @@ BatchNormBackwardBounds batch_norm_backward_bounds(const ChannelShape& s, std::s
   return {dx_b.bound(), dgamma_b.bound(), dbeta_b.bound()};
 }
 
-double batch_norm_gpu_dx_bound(const ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+double batch_norm_gpu_dx_bound(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                                std::span<const float> gamma, std::span<const float> mean,
                                std::span<const float> invstd, std::span<const float> emu_dx,
                                std::span<const float> emu_dgamma, std::span<const float> emu_dbeta) {

@@ -35,10 +35,10 @@ struct BatchNormBackwardBounds {
 
 // Infinity where no a priori bound exists (gamma_D undefined: D u_S >= 1, or rho >= 1).
 // Throws std::invalid_argument when an input is not a value of its format.
-BatchNormForwardBounds batch_norm_forward_bounds(const ChannelShape& s, const BatchNormParams& p,
+BatchNormForwardBounds batch_norm_forward_bounds(const ops::ChannelShape& s, const ops::BatchNormParams& p,
                                                  std::span<const float> x, std::span<const float> gamma,
                                                  std::span<const float> beta, const BatchNormPolicy& policy);
-BatchNormBackwardBounds batch_norm_backward_bounds(const ChannelShape& s, std::span<const float> x,
+BatchNormBackwardBounds batch_norm_backward_bounds(const ops::ChannelShape& s, std::span<const float> x,
                                                    std::span<const float> dy, std::span<const float> gamma,
                                                    std::span<const float> mean, std::span<const float> invstd,
                                                    const BatchNormPolicy& policy);
@@ -50,7 +50,7 @@ BatchNormBackwardBounds batch_norm_backward_bounds(const ChannelShape& s, std::s
 // emulator in double (gamma_5(2^-53) |scale| T_i); then each rounds to fp16
 // once: |a - b| <= delta + u (|v_a| + |v_b|) + twice half the smallest subnormal.
 // emu_dx, emu_dgamma, emu_dbeta: the emulator's outputs (the reference side).
-double batch_norm_gpu_dx_bound(const ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+double batch_norm_gpu_dx_bound(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                                std::span<const float> gamma, std::span<const float> mean,
                                std::span<const float> invstd, std::span<const float> emu_dx,
                                std::span<const float> emu_dgamma, std::span<const float> emu_dbeta);

@@ -20,13 +20,13 @@ double add_rounded(const formats::Format& f, double a, double b, Counters* count
   return add_in_format(f, native_format(f), a, b, counters);
 }
 
-void check_per_channel(const ChannelShape& s, const char* op, const char* what, std::size_t size) {
+void check_per_channel(const ops::ChannelShape& s, const char* op, const char* what, std::size_t size) {
   ops::check_size(op, what, size, static_cast<std::size_t>(s.c));
 }
 
 }  // namespace
 
-void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<const float> x,
+void batch_norm_emu(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                     std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var, const BatchNormPolicy& policy, CounterSet* counters) {
@@ -92,7 +92,7 @@ void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<c
   }
 }
 
-void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void batch_norm_backward_emu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                              std::span<const float> gamma, std::span<const float> mean,
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta, const BatchNormPolicy& policy, CounterSet* counters) {

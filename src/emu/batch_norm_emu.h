@@ -40,9 +40,6 @@
 
 namespace mpverify::emu {
 
-using ops::BatchNormParams;
-using ops::ChannelShape;
-
 struct BatchNormPolicy {
   formats::Format input = formats::parse_format("fp16");       // x, dy
   formats::Format output = formats::parse_format("fp16");      // y, dx
@@ -58,7 +55,7 @@ struct BatchNormPolicy {
 // "batch_norm.var" (the squared deviations' additions and the division),
 // "batch_norm.invstd" (var + eps, sqrt, reciprocal), "batch_norm.xhat",
 // "batch_norm.y", "batch_norm.running_mean", "batch_norm.running_var".
-void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<const float> x,
+void batch_norm_emu(const ops::ChannelShape& s, const ops::BatchNormParams& p, std::span<const float> x,
                     std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
                     std::span<float> mean, std::span<float> invstd, std::span<float> running_mean,
                     std::span<float> running_var, const BatchNormPolicy& policy = {},
@@ -70,7 +67,7 @@ void batch_norm_emu(const ChannelShape& s, const BatchNormParams& p, std::span<c
 // "batch_norm_backward.centered", "batch_norm_backward.xhat",
 // "batch_norm_backward.dbeta" and "batch_norm_backward.dgamma" (the sums'
 // additions, then the rounding to P), "batch_norm_backward.dx".
-void batch_norm_backward_emu(const ChannelShape& s, std::span<const float> x, std::span<const float> dy,
+void batch_norm_backward_emu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> dy,
                              std::span<const float> gamma, std::span<const float> mean,
                              std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                              std::span<float> dbeta, const BatchNormPolicy& policy = {},

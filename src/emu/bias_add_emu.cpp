@@ -11,7 +11,7 @@
 
 namespace mpverify::emu {
 
-void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y,
+void bias_add_emu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y,
                   const BiasAddPolicy& policy, CounterSet* counters) {
   s.check_dims("bias_add_emu");
   ops::check_size("bias_add_emu", "x", x.size(), s.size());
@@ -35,7 +35,7 @@ void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<con
     }
 }
 
-void bias_add_backward_emu(const ChannelShape& s, std::span<const float> dy, std::span<float> db,
+void bias_add_backward_emu(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                            const BiasAddPolicy& policy, CounterSet* counters) {
   s.check_dims("bias_add_backward_emu");
   ops::check_size("bias_add_backward_emu", "dy", dy.size(), s.size());

@@ -17,8 +17,6 @@
 
 namespace mpverify::emu {
 
-using ops::ChannelShape;
-
 struct BiasAddPolicy {
   formats::Format input = formats::parse_format("fp16");         // x, b, dy
   formats::Format output = formats::parse_format("fp16");        // y, db
@@ -28,11 +26,11 @@ struct BiasAddPolicy {
 
 // Sites: "bias_add.x", "bias_add.b" (input rounding), "bias_add.y" (the
 // rounding of x + b, counted as an addition: swamped = b != 0 lost, y == x).
-void bias_add_emu(const ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y,
+void bias_add_emu(const ops::ChannelShape& s, std::span<const float> x, std::span<const float> b, std::span<float> y,
                   const BiasAddPolicy& policy = {}, CounterSet* counters = nullptr);
 // Sites: "bias_add_backward.dy", "bias_add_backward.accumulate" (every
 // addition of the block sum; swamping = a lost update), "bias_add_backward.db".
-void bias_add_backward_emu(const ChannelShape& s, std::span<const float> dy, std::span<float> db,
+void bias_add_backward_emu(const ops::ChannelShape& s, std::span<const float> dy, std::span<float> db,
                            const BiasAddPolicy& policy = {}, CounterSet* counters = nullptr);
 
 }  // namespace mpverify::emu

@@ -41,7 +41,7 @@ void blocked_gemm(int rows, int terms, int columns, std::span<const float> a, co
     const int width = std::min(block, columns - first);
     const std::size_t b_size = static_cast<std::size_t>(terms) * width, c_size = static_cast<std::size_t>(rows) * width;
     fill(first, width, b.data());
-    const GemmShape g{rows, width, terms};
+    const ops::GemmShape g{rows, width, terms};
     if (sites.output == nullptr) {
       gemm_emu_rounded_inputs(g, a, std::span(b).first(b_size), std::span(c).first(c_size), policy, nullptr);
     } else {
@@ -85,7 +85,7 @@ void gather_row(const float* row, int length, int first, int stride, int count, 
 // Row (ci, ri, si) of im2col(x) over the batch's columns [first, first +
 // width) (image, oh, ow): the value under that tap of each window, 0 in the
 // padding; one output row of an image per run.
-void im2col_row(const Conv2dShape& s, const float* x, int ci, int ri, int si, int first, int width, float* out) {
+void im2col_row(const ops::Conv2dShape& s, const float* x, int ci, int ri, int si, int first, int width, float* out) {
   const int P = s.p(), Q = s.q();
   for (int j = first, end = first + width; j < end;) {
     const int img = j / (P * Q), oh = j % (P * Q) / Q, ow = j % Q;
@@ -104,7 +104,7 @@ struct Window {
   int ih0, iw0;
 };
 
-std::vector<Window> windows(const Conv2dShape& s, int first, int width) {
+std::vector<Window> windows(const ops::Conv2dShape& s, int first, int width) {
   const int P = s.p(), Q = s.q();
   std::vector<Window> out;
   for (int j = first; j < first + width; ++j) {
@@ -115,7 +115,7 @@ std::vector<Window> windows(const Conv2dShape& s, int first, int width) {
 }
 
 // The value under tap (ri, si) of the window in channel ci: 0 in the padding.
-float tap(const Conv2dShape& s, const float* x, const Window& win, int ci, int ri, int si) {
+float tap(const ops::Conv2dShape& s, const float* x, const Window& win, int ci, int ri, int si) {
   const int ih = win.ih0 + ri, iw = win.iw0 + si;
   if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) return 0.0f;
   return x[win.image + (static_cast<std::size_t>(ci) * s.h + ih) * s.w + iw];
@@ -152,7 +152,7 @@ std::vector<int> phase_positions(int size, int stride, int pad, int phase) {
 
 }  // namespace
 
-void conv2d_forward_emu(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
+void conv2d_forward_emu(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, const GemmPolicy& policy, CounterSet* counters) {
   s.check(x.size(), wgt.size(), y.size());
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d.x"));
@@ -178,7 +178,7 @@ void conv2d_forward_emu(const Conv2dShape& s, std::span<const float> x, std::spa
       });
 }
 
-void conv2d_backward_data_emu(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
+void conv2d_backward_data_emu(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx, const GemmPolicy& policy, CounterSet* counters) {
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "conv2d_backward_data.dy"));
@@ -243,7 +243,7 @@ void conv2d_backward_data_emu(const Conv2dShape& s, std::span<const float> dy, s
   }
 }
 
-void conv2d_backward_filter_emu(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
+void conv2d_backward_filter_emu(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw, const GemmPolicy& policy, CounterSet* counters) {
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d_backward_filter.x"));

@@ -45,13 +45,11 @@
 
 namespace mpverify::emu {
 
-using ops::Conv2dShape;
-
-void conv2d_forward_emu(const Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
+void conv2d_forward_emu(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, const GemmPolicy& policy, CounterSet* counters = nullptr);
-void conv2d_backward_data_emu(const Conv2dShape& shape, std::span<const float> dy, std::span<const float> wgt,
+void conv2d_backward_data_emu(const ops::Conv2dShape& shape, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx, const GemmPolicy& policy, CounterSet* counters = nullptr);
-void conv2d_backward_filter_emu(const Conv2dShape& shape, std::span<const float> x, std::span<const float> dy,
+void conv2d_backward_filter_emu(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw, const GemmPolicy& policy, CounterSet* counters = nullptr);
 
 }  // namespace mpverify::emu

@@ -52,14 +52,14 @@ struct Block {
 
 // The SIMD tiles cover rows [0, r) x columns [0, c) of C; these are the two
 // blocks left for the portable loops.
-std::vector<Block> rest_of(const GemmShape& s, int r, int c) {
+std::vector<Block> rest_of(const ops::GemmShape& s, int r, int c) {
   std::vector<Block> rest;
   if (c < s.n && r > 0) rest.push_back({0, r, c, s.n});
   if (r < s.m) rest.push_back({r, s.m, 0, s.n});
   return rest;
 }
 
-void accumulate_fp32(const GemmShape& s, std::span<const float> A, std::span<const float> B,
+void accumulate_fp32(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
                      std::vector<float>& acc, const GemmPolicy& policy) {
   __builtin_cpu_init();
   const bool fma_unit = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
@@ -87,7 +87,7 @@ bool values_are_fp16(const formats::Format& f) {
 }
 
 // c <- fl16(c + a*b) per step, a*b exact in double, one rounding.
-void accumulate_fp16(const GemmShape& s, std::span<const float> A, std::span<const float> B,
+void accumulate_fp16(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
                      std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
   static const formats::Format fp16 = formats::parse_format("fp16");
   const formats::RoundingContext rne{};
@@ -120,7 +120,7 @@ void accumulate_fp16(const GemmShape& s, std::span<const float> A, std::span<con
 }
 
 // The tensor-core model, one output element at a time.
-void accumulate_tensor_core(const GemmShape& s, std::span<const float> A, std::span<const float> B,
+void accumulate_tensor_core(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
                             std::vector<float>& acc, const TensorCoreModel& tc) {
   static const formats::Format fp32 = formats::parse_format("fp32");
   // Each truncated term is below 2^(24 + extra_bits) grid units, so a block's
@@ -168,7 +168,7 @@ void accumulate_tensor_core(const GemmShape& s, std::span<const float> A, std::s
 
 // C = A B from operands in the input format (row-major, op applied),
 // accumulated under the policy and rounded to its output format.
-void multiply_rounded(const GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> c,
+void multiply_rounded(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> c,
                       const GemmPolicy& policy, CounterSet* counters) {
   std::vector<float> acc(s.c_size(), 0.0f);
   switch (policy.accumulation) {
@@ -181,7 +181,7 @@ void multiply_rounded(const GemmShape& s, std::span<const float> A, std::span<co
 
 }  // namespace
 
-void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
+void gemm_emu(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters) {
   s.check(a.size(), b.size(), c.size());
   const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site_counters(counters, "gemm.a"));
@@ -189,7 +189,7 @@ void gemm_emu(const GemmShape& s, std::span<const float> a, std::span<const floa
   multiply_rounded(s, A, B, c, policy, counters);
 }
 
-void gemm_emu_rounded_inputs(const GemmShape& s, std::span<const float> a, std::span<const float> b,
+void gemm_emu_rounded_inputs(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b,
                              std::span<float> c, const GemmPolicy& policy, CounterSet* counters) {
   s.check(a.size(), b.size(), c.size());
   if (s.transpose_a || s.transpose_b)

@@ -13,8 +13,6 @@
 
 namespace mpverify::emu {
 
-using ops::GemmShape;
-
 enum class Accumulation {
   // c <- fl32(c + a*b), one rounding per step (an fp32 FMA), k in order.
   fp32,
@@ -47,9 +45,9 @@ struct GemmPolicy {
 };
 
 // Counter sites: "gemm.a" and "gemm.b" (input rounding), "gemm.accumulate"
-// (fp16 accumulation only: every step; swamping = c + a*b == c with
-// a*b != 0), "gemm.c" (output rounding).
-void gemm_emu(const GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
+// (fp16 accumulation only: every step; swamping = a lost update of c by
+// a*b, emu/lost_update.h), "gemm.c" (output rounding).
+void gemm_emu(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters = nullptr);
 
 // gemm_emu for operands that already hold values of policy.input (rounded
@@ -61,7 +59,7 @@ void gemm_emu(const GemmShape& shape, std::span<const float> a, std::span<const 
 // operand once and multiply many blocks gathered from it (conv2d_emu).
 // Operands outside the format are not detected: the products would not be
 // those of the format.
-void gemm_emu_rounded_inputs(const GemmShape& shape, std::span<const float> a, std::span<const float> b,
+void gemm_emu_rounded_inputs(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                              std::span<float> c, const GemmPolicy& policy, CounterSet* counters = nullptr);
 
 }  // namespace mpverify::emu

@@ -89,7 +89,7 @@ compare::Tolerance LossErrorBounds::tolerance(std::string_view a, std::string_vi
 
 // --- softmax with cross-entropy ----------------------------------------------
 
-LossErrorBounds softmax_cross_entropy_bounds(const SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+LossErrorBounds softmax_cross_entropy_bounds(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                              std::span<const std::int32_t> labels, const LossPolicy& policy,
                                              bool backward) {
   s.check(logits.size(), labels);

@@ -44,7 +44,7 @@ struct LossErrorBounds {
   const std::vector<double>& side(std::string_view name) const;
 };
 
-LossErrorBounds softmax_cross_entropy_bounds(const SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+LossErrorBounds softmax_cross_entropy_bounds(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                              std::span<const std::int32_t> labels, const LossPolicy& policy,
                                              bool backward);
 LossErrorBounds mse_bounds(std::span<const float> y, std::span<const float> t, const LossPolicy& policy,

@@ -43,7 +43,7 @@ RowSoftmax row_softmax(std::span<const float> z, const formats::Format& accumula
 
 }  // namespace
 
-float softmax_cross_entropy_emu(const SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float softmax_cross_entropy_emu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                 std::span<const std::int32_t> labels, const LossPolicy& policy, CounterSet* counters) {
   s.check(logits.size(), labels);
   constexpr std::string_view op = "softmax_cross_entropy";
@@ -59,7 +59,7 @@ float softmax_cross_entropy_emu(const SoftmaxCrossEntropyShape& s, std::span<con
   return mean_to_fp32(batch.value(), labels.size(), site_counters(counters, site(op, "loss")));
 }
 
-void softmax_cross_entropy_backward_emu(const SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void softmax_cross_entropy_backward_emu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, std::span<float> dlogits,
                                         const LossPolicy& policy, CounterSet* counters) {
   s.check(logits.size(), labels);

@@ -34,8 +34,6 @@
 
 namespace mpverify::emu {
 
-using ops::SoftmaxCrossEntropyShape;
-
 struct LossPolicy {
   formats::Format input = formats::parse_format("fp16");       // logits / predictions
   formats::Format accumulate = formats::parse_format("fp32");  // row sums of exp, the sums behind the means
@@ -43,11 +41,11 @@ struct LossPolicy {
 };
 
 // Sites: "softmax_cross_entropy.logits", ".sum_exp", ".batch_sum", ".loss".
-float softmax_cross_entropy_emu(const SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float softmax_cross_entropy_emu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                 std::span<const std::int32_t> labels, const LossPolicy& policy,
                                 CounterSet* counters = nullptr);
 // Sites: "softmax_cross_entropy_backward.logits", ".sum_exp", ".dlogits".
-void softmax_cross_entropy_backward_emu(const SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void softmax_cross_entropy_backward_emu(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, std::span<float> dlogits,
                                         const LossPolicy& policy, CounterSet* counters = nullptr);
 

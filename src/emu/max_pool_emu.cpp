@@ -15,7 +15,7 @@ namespace {
 
 }  // namespace
 
-void max_pool_emu(const PoolShape& p, std::span<const float> x, std::span<float> y, const MaxPoolPolicy& policy,
+void max_pool_emu(const ops::PoolShape& p, std::span<const float> x, std::span<float> y, const MaxPoolPolicy& policy,
                   CounterSet* counters) {
   p.check_dims("max_pool_emu");
   ops::check_size("max_pool_emu", "x", x.size(), p.x_size());
@@ -27,7 +27,7 @@ void max_pool_emu(const PoolShape& p, std::span<const float> x, std::span<float>
   round_values(selected, y, policy.output, site_counters(counters, "max_pool.y"));
 }
 
-void max_pool_backward_emu(const PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void max_pool_backward_emu(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                            std::span<float> dx, const MaxPoolPolicy& policy, CounterSet* counters) {
   p.check_dims("max_pool_backward_emu");
   ops::check_size("max_pool_backward_emu", "x", x.size(), p.x_size());

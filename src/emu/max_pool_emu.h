@@ -20,8 +20,6 @@
 
 namespace mpverify::emu {
 
-using ops::PoolShape;
-
 struct MaxPoolPolicy {
   formats::Format input = formats::parse_format("fp16");         // x, dy
   formats::Format output = formats::parse_format("fp16");        // y, dx
@@ -29,11 +27,11 @@ struct MaxPoolPolicy {
 };
 
 // Sites: "max_pool.x", "max_pool.y".
-void max_pool_emu(const PoolShape& p, std::span<const float> x, std::span<float> y, const MaxPoolPolicy& policy = {},
+void max_pool_emu(const ops::PoolShape& p, std::span<const float> x, std::span<float> y, const MaxPoolPolicy& policy = {},
                   CounterSet* counters = nullptr);
 // Sites: "max_pool_backward.x", "max_pool_backward.dy", "max_pool_backward.accumulate"
 // (one addition per window, into its winner's running sum), "max_pool_backward.dx".
-void max_pool_backward_emu(const PoolShape& p, std::span<const float> x, std::span<const float> dy,
+void max_pool_backward_emu(const ops::PoolShape& p, std::span<const float> x, std::span<const float> dy,
                            std::span<float> dx, const MaxPoolPolicy& policy = {}, CounterSet* counters = nullptr);
 
 }  // namespace mpverify::emu

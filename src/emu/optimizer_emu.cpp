@@ -51,7 +51,7 @@ void check_update_size(std::span<float> update, std::size_t n) {
 
 }  // namespace
 
-void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void sgd_step_emu(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters,
                   std::span<float> update) {
   ops::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
@@ -76,7 +76,7 @@ void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std
   add_arrays(w, u, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.update"));
 }
 
-void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
+void adam_step_emu(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
                    std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters,
                    std::span<float> update) {
   ops::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());

@@ -44,9 +44,6 @@
 
 namespace mpverify::emu {
 
-using ops::AdamParams;
-using ops::SgdParams;
-
 struct OptimizerPolicy {
   formats::Format weights = formats::parse_format("fp32");
   formats::Format state = formats::parse_format("fp32");
@@ -56,10 +53,10 @@ struct OptimizerPolicy {
 // Same arguments as refs::sgd_step_ref / adam_step_ref, plus the policy.
 // `update` (empty, or the size of w) receives each element's u, the fp32
 // value added to w (the recorders' lost-update statistics need it).
-void sgd_step_emu(const SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
+void sgd_step_emu(const ops::SgdParams& p, std::int64_t step, std::span<float> w, std::span<float> v,
                   std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters = nullptr,
                   std::span<float> update = {});
-void adam_step_emu(const AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
+void adam_step_emu(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
                    std::span<const float> g, const OptimizerPolicy& policy, CounterSet* counters = nullptr,
                    std::span<float> update = {});
 

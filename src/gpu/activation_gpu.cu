@@ -12,29 +12,27 @@ namespace mpverify::gpu {
 
 namespace {
 
-using ops::Activation;
-
-__device__ float forward(Activation kind, float slope, float x) {
+__device__ float forward(ops::Activation kind, float slope, float x) {
   switch (kind) {
-    case Activation::relu: return !(x <= 0.0f) ? x : 0.0f;  // NaN stays NaN, as torch.relu
-    case Activation::leaky_relu: return x > 0.0f ? x : slope * x;
-    case Activation::tanh: return tanhf(x);
-    case Activation::sigmoid: return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case ops::Activation::relu: return !(x <= 0.0f) ? x : 0.0f;  // NaN stays NaN, as torch.relu
+    case ops::Activation::leaky_relu: return x > 0.0f ? x : slope * x;
+    case ops::Activation::tanh: return tanhf(x);
+    case ops::Activation::sigmoid: return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
   }
   return 0.0f;
 }
 
-__device__ float derivative(Activation kind, float slope, float x) {
+__device__ float derivative(ops::Activation kind, float slope, float x) {
   switch (kind) {
-    case Activation::relu: return x > 0.0f ? 1.0f : 0.0f;
-    case Activation::leaky_relu: return x > 0.0f ? 1.0f : slope;
+    case ops::Activation::relu: return x > 0.0f ? 1.0f : 0.0f;
+    case ops::Activation::leaky_relu: return x > 0.0f ? 1.0f : slope;
     // The forms of ops::activation_derivative_fp64, in which nothing
     // cancels (1 - tanhf(x)^2 in float is hundreds of fp16 ulps off at x = 8).
-    case Activation::tanh: {
+    case ops::Activation::tanh: {
       const float e = expf(-2.0f * fabsf(x));
       return 4.0f * e / ((1.0f + e) * (1.0f + e));
     }
-    case Activation::sigmoid: {
+    case ops::Activation::sigmoid: {
       const float e = expf(-fabsf(x));
       return e / ((1.0f + e) * (1.0f + e));
     }
@@ -42,14 +40,14 @@ __device__ float derivative(Activation kind, float slope, float x) {
   return 0.0f;
 }
 
-__global__ void forward_kernel(Activation kind, float slope, const float* x, float* y, std::size_t n) {
+__global__ void forward_kernel(ops::Activation kind, float slope, const float* x, float* y, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const float xh = __half2float(__float2half_rn(x[i]));
   y[i] = __half2float(__float2half_rn(forward(kind, slope, xh)));
 }
 
-__global__ void backward_kernel(Activation kind, float slope, const float* x, const float* dy, float* dx,
+__global__ void backward_kernel(ops::Activation kind, float slope, const float* x, const float* dy, float* dx,
                                 std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;

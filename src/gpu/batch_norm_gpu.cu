@@ -19,7 +19,7 @@ constexpr int kLanes = emu::kGpuReductionLanes;
 
 using detail::DeviceFloats;
 
-// ChannelShape's sizes, computed on the host (its member functions are host code).
+// ops::ChannelShape's sizes, computed on the host (its member functions are host code).
 struct Dims {
   std::size_t m, spatial;
   int channels;

@@ -66,7 +66,7 @@ struct Convolution {
   cudnnDataType_t type;
   cudnnMathType_t math;
 
-  Convolution(const Conv2dShape& s, ConvCompute compute)
+  Convolution(const ops::Conv2dShape& s, ConvCompute compute)
       : type(compute == ConvCompute::fp32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF),
         math(compute == ConvCompute::fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) {
     MPVERIFY_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x.get(), CUDNN_TENSOR_NCHW, type, s.n, s.c, s.h, s.w));
@@ -80,7 +80,7 @@ struct Convolution {
     MPVERIFY_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv.get(), x.get(), w.get(), &n, &k, &p, &q));
     if (n != s.n || k != s.k || p != s.p() || q != s.q())
       throw std::logic_error("conv2d_gpu: cuDNN's output shape (" + std::to_string(n) + "," + std::to_string(k) + "," +
-                             std::to_string(p) + "," + std::to_string(q) + ") differs from Conv2dShape's");
+                             std::to_string(p) + "," + std::to_string(q) + ") differs from ops::Conv2dShape's");
   }
   std::size_t element_bytes() const { return type == CUDNN_DATA_FLOAT ? 4 : 2; }
 };
@@ -117,7 +117,7 @@ void require_device() {
 // buffer large enough for any of them.
 struct Tensors {
   DeviceBuffer staging, x, w, y;
-  Tensors(const Conv2dShape& s, const Convolution& cv)
+  Tensors(const ops::Conv2dShape& s, const Convolution& cv)
       : staging(std::max({s.x_size(), s.weight_size(), s.y_size()}) * sizeof(float)),
         x(s.x_size() * cv.element_bytes()),
         w(s.weight_size() * cv.element_bytes()),
@@ -157,7 +157,7 @@ Algo choose_algorithm(Algo preferred, cudnnMathType_t math, Workspace workspace,
 
 }  // namespace
 
-void conv2d_forward_gpu(const Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
+void conv2d_forward_gpu(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, ConvCompute compute) {
   s.check(x.size(), wgt.size(), y.size());
   require_device();
@@ -184,7 +184,7 @@ void conv2d_forward_gpu(const Conv2dShape& s, std::span<const float> x, std::spa
   download(t.y.get(), cv, y, t.staging);
 }
 
-void conv2d_backward_data_gpu(const Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
+void conv2d_backward_data_gpu(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx, ConvCompute compute) {
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   require_device();
@@ -211,7 +211,7 @@ void conv2d_backward_data_gpu(const Conv2dShape& s, std::span<const float> dy, s
   download(t.x.get(), cv, dx, t.staging);
 }
 
-void conv2d_backward_filter_gpu(const Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
+void conv2d_backward_filter_gpu(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw, ConvCompute compute) {
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
   require_device();

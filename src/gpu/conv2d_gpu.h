@@ -14,8 +14,6 @@
 
 namespace mpverify::gpu {
 
-using ops::Conv2dShape;
-
 enum class ConvCompute {
   fp32,                  // fp32 tensors, fp32 compute, CUDNN_FMA_MATH: no TF32
   fp16_fp32_accumulate,  // fp16 tensors (inputs and output), fp32 compute, tensor-op math
@@ -27,11 +25,11 @@ inline std::string_view to_string(ConvCompute c) {
 
 // Throw std::runtime_error with gpu_unavailable_reason() when no device is
 // usable, and on any CUDA/cuDNN error (with file and line).
-void conv2d_forward_gpu(const Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
+void conv2d_forward_gpu(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, ConvCompute compute);
-void conv2d_backward_data_gpu(const Conv2dShape& shape, std::span<const float> dy, std::span<const float> wgt,
+void conv2d_backward_data_gpu(const ops::Conv2dShape& shape, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx, ConvCompute compute);
-void conv2d_backward_filter_gpu(const Conv2dShape& shape, std::span<const float> x, std::span<const float> dy,
+void conv2d_backward_filter_gpu(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw, ConvCompute compute);
 
 }  // namespace mpverify::gpu

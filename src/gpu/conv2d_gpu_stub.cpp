@@ -7,17 +7,17 @@
 
 namespace mpverify::gpu {
 
-void conv2d_forward_gpu(const Conv2dShape&, std::span<const float>, std::span<const float>, std::span<float>,
+void conv2d_forward_gpu(const ops::Conv2dShape&, std::span<const float>, std::span<const float>, std::span<float>,
                         ConvCompute) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void conv2d_backward_data_gpu(const Conv2dShape&, std::span<const float>, std::span<const float>, std::span<float>,
+void conv2d_backward_data_gpu(const ops::Conv2dShape&, std::span<const float>, std::span<const float>, std::span<float>,
                               ConvCompute) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void conv2d_backward_filter_gpu(const Conv2dShape&, std::span<const float>, std::span<const float>,
+void conv2d_backward_filter_gpu(const ops::Conv2dShape&, std::span<const float>, std::span<const float>,
                                 std::span<float>, ConvCompute) {
   throw std::runtime_error(gpu_unavailable_reason());
 }

@@ -68,7 +68,7 @@ void upload(std::span<const float> host, cudaDataType type, void* device_typed, 
 
 }  // namespace
 
-void gemm_gpu(const GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
+void gemm_gpu(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
               GemmCompute compute) {
   s.check(a.size(), b.size(), c.size());
   if (const std::string reason = gpu_unavailable_reason(); !reason.empty()) throw std::runtime_error(reason);

@@ -10,8 +10,6 @@
 
 namespace mpverify::gpu {
 
-using ops::GemmShape;
-
 enum class GemmCompute {
   fp32_pedantic,      // fp32 inputs, CUBLAS_COMPUTE_32F_PEDANTIC: SIMT, no tensor cores
   tf32,               // fp32 inputs, CUBLAS_COMPUTE_32F_FAST_TF32: tensor cores on TF32
@@ -23,7 +21,7 @@ std::string_view to_string(GemmCompute c);
 
 // Throws std::runtime_error with gpu_unavailable_reason() when no device is
 // usable, and on any CUDA/cuBLAS error (with file and line).
-void gemm_gpu(const GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
+void gemm_gpu(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
               GemmCompute compute);
 
 }  // namespace mpverify::gpu

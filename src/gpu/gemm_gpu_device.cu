@@ -45,7 +45,7 @@ DeviceGemm::DeviceGemm() {
 
 DeviceGemm::~DeviceGemm() { cublasDestroy(handle_); }
 
-void DeviceGemm::run(const GemmShape& s, const void* a, const void* b, void* c, GemmCompute compute) {
+void DeviceGemm::run(const ops::GemmShape& s, const void* a, const void* b, void* c, GemmCompute compute) {
   const ComputeTypes t = types_of(compute);
   // cuBLAS is column-major: the row-major C = op(A) op(B) is the column-major
   // C^T = op(B)^T op(A)^T, so B goes first (as in gemm_gpu).

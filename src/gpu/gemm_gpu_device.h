@@ -26,7 +26,7 @@ class DeviceGemm {
   // for fp32_pedantic and tf32, fp16 for the fp16 computes, bf16 for
   // bf16_fp32_accumulate); c holds output_bytes(compute)-sized elements (float,
   // fp16 for fp16_fp16_accumulate). Throws on a cuBLAS error.
-  void run(const GemmShape& shape, const void* a, const void* b, void* c, GemmCompute compute);
+  void run(const ops::GemmShape& shape, const void* a, const void* b, void* c, GemmCompute compute);
 
  private:
   cublasContext* handle_ = nullptr;

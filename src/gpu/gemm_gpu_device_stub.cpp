@@ -9,7 +9,7 @@ namespace mpverify::gpu {
 
 DeviceGemm::DeviceGemm() { throw std::runtime_error(gpu_unavailable_reason()); }
 DeviceGemm::~DeviceGemm() = default;
-void DeviceGemm::run(const GemmShape&, const void*, const void*, void*, GemmCompute) {
+void DeviceGemm::run(const ops::GemmShape&, const void*, const void*, void*, GemmCompute) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 

@@ -7,7 +7,7 @@
 
 namespace mpverify::gpu {
 
-void gemm_gpu(const GemmShape&, std::span<const float>, std::span<const float>, std::span<float>, GemmCompute) {
+void gemm_gpu(const ops::GemmShape&, std::span<const float>, std::span<const float>, std::span<float>, GemmCompute) {
   throw std::runtime_error(gpu_unavailable_reason());
 }
 

@@ -17,7 +17,7 @@ using detail::DeviceFloats;
 
 __device__ float to_fp16(float v) { return __half2float(__float2half_rn(v)); }
 
-// PoolShape's sizes, computed on the host (its member functions are host code).
+// ops::PoolShape's sizes, computed on the host (its member functions are host code).
 struct Dims {
   int n, c, h, w, r, s, stride, pad, out_h, out_w;
 };

@@ -43,15 +43,15 @@ class Backend {
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
 
-  virtual void gemm(const emu::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+  virtual void gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                     std::span<float> c, const emu::GemmPolicy& policy, emu::CounterSet* counters) = 0;
 
-  virtual void conv2d_forward(const emu::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
+  virtual void conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                               std::span<float> y, const emu::GemmPolicy& policy, emu::CounterSet* counters) = 0;
-  virtual void conv2d_backward_data(const emu::Conv2dShape& shape, std::span<const float> dy,
+  virtual void conv2d_backward_data(const ops::Conv2dShape& shape, std::span<const float> dy,
                                     std::span<const float> wgt, std::span<float> dx, const emu::GemmPolicy& policy,
                                     emu::CounterSet* counters) = 0;
-  virtual void conv2d_backward_filter(const emu::Conv2dShape& shape, std::span<const float> x,
+  virtual void conv2d_backward_filter(const ops::Conv2dShape& shape, std::span<const float> x,
                                       std::span<const float> dy, std::span<float> dw, const emu::GemmPolicy& policy,
                                       emu::CounterSet* counters) = 0;
 
@@ -85,10 +85,10 @@ class Backend {
 
   // The losses' gradients are of the mean loss with upstream gradient 1; the
   // caller multiplies them by the loss scale (in fp32) before storing them.
-  virtual float softmax_cross_entropy(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+  virtual float softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                       std::span<const std::int32_t> labels, const emu::LossPolicy& policy,
                                       emu::CounterSet* counters) = 0;
-  virtual void softmax_cross_entropy_backward(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+  virtual void softmax_cross_entropy_backward(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                               std::span<const std::int32_t> labels, std::span<float> dlogits,
                                               const emu::LossPolicy& policy, emu::CounterSet* counters) = 0;
   virtual float bce_with_logits(std::span<const float> x, std::span<const float> t, const emu::LossPolicy& policy,

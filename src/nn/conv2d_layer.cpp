@@ -28,7 +28,7 @@ Conv2d::Conv2d(std::string name, int in_channels, int out_channels, int kernel, 
   fill_uniform(b_.master, bound, seed, stream + 1);
 }
 
-emu::Conv2dShape Conv2d::shape_for(const Tensor& x) const {
+ops::Conv2dShape Conv2d::shape_for(const Tensor& x) const {
   if (x.c != in_) {
     std::string message = "Conv2d ";
     message += name();
@@ -38,11 +38,11 @@ emu::Conv2dShape Conv2d::shape_for(const Tensor& x) const {
     message += std::to_string(x.c);
     throw std::invalid_argument(message);
   }
-  return emu::Conv2dShape{x.n, in_, x.h, x.w, out_, kernel_, kernel_, stride_, pad_};
+  return ops::Conv2dShape{x.n, in_, x.h, x.w, out_, kernel_, kernel_, stride_, pad_};
 }
 
 Tensor Conv2d::forward(Context& ctx, const Tensor& x) {
-  const emu::Conv2dShape shape = shape_for(x);
+  const ops::Conv2dShape shape = shape_for(x);
   x_ = x;
   Tensor y(x.n, out_, shape.p(), shape.q());
   const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
@@ -56,7 +56,7 @@ Tensor Conv2d::forward(Context& ctx, const Tensor& x) {
 
 Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   expect_forward_ran(name(), x_);
-  const emu::Conv2dShape shape = shape_for(x_);
+  const ops::Conv2dShape shape = shape_for(x_);
   expect_shape(name(), "dy", dy, shape.n, out_, shape.p(), shape.q());
   const emu::GemmPolicy policy = matmul_policy(ctx.precision(), Pass::backward);
   const ScaledOperand dys(ctx, name() + ".dy", dy.span());

@@ -26,7 +26,7 @@ class Conv2d final : public Layer {
   std::vector<Parameter*> parameters() override { return {&w_, &b_}; }
 
   // The convolution's shape for input x (throws unless x has in_channels channels).
-  emu::Conv2dShape shape_for(const Tensor& x) const;
+  ops::Conv2dShape shape_for(const Tensor& x) const;
   int in_channels() const { return in_; }
   int out_channels() const { return out_; }
 

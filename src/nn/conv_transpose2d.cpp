@@ -29,7 +29,7 @@ ConvTranspose2d::ConvTranspose2d(std::string name, int in_channels, int out_chan
   fill_noise(w_.master, kDcganInitStddev, seed, stream);
 }
 
-emu::Conv2dShape ConvTranspose2d::adjoint_shape(const Tensor& z) const {
+ops::Conv2dShape ConvTranspose2d::adjoint_shape(const Tensor& z) const {
   std::string message = "ConvTranspose2d ";
   message += name();
   if (z.c != in_) {
@@ -41,7 +41,7 @@ emu::Conv2dShape ConvTranspose2d::adjoint_shape(const Tensor& z) const {
   }
   const int height = (z.h - 1) * stride_ - 2 * pad_ + kernel_;
   const int width = (z.w - 1) * stride_ - 2 * pad_ + kernel_;
-  const emu::Conv2dShape shape{z.n, out_, height, width, in_, kernel_, kernel_, stride_, pad_};
+  const ops::Conv2dShape shape{z.n, out_, height, width, in_, kernel_, kernel_, stride_, pad_};
   // With H >= 1, (H + 2 pad - kernel) / stride + 1 = h exactly; the check
   // guards the formula, not the input.
   if (z.n < 1 || z.h < 1 || z.w < 1 || height < 1 || width < 1 || shape.p() != z.h || shape.q() != z.w) {
@@ -60,7 +60,7 @@ emu::Conv2dShape ConvTranspose2d::adjoint_shape(const Tensor& z) const {
 }
 
 Tensor ConvTranspose2d::forward(Context& ctx, const Tensor& z) {
-  const emu::Conv2dShape shape = adjoint_shape(z);
+  const ops::Conv2dShape shape = adjoint_shape(z);
   z_ = z;
   Tensor out(z.n, out_, shape.h, shape.w);
   const ScaledOperand zs(ctx, name() + ".x", z.span()), ws(ctx, name() + ".w", w_.value);
@@ -75,7 +75,7 @@ Tensor ConvTranspose2d::forward(Context& ctx, const Tensor& z) {
 
 Tensor ConvTranspose2d::backward(Context& ctx, const Tensor& dout, bool need_dx) {
   expect_forward_ran(name(), z_);
-  const emu::Conv2dShape shape = adjoint_shape(z_);
+  const ops::Conv2dShape shape = adjoint_shape(z_);
   expect_shape(name(), "dy", dout, shape.n, out_, shape.h, shape.w);
   const emu::GemmPolicy policy = matmul_policy(ctx.precision(), Pass::backward);
   const ScaledOperand douts(ctx, name() + ".dy", dout.span());

@@ -32,7 +32,7 @@ class ConvTranspose2d final : public Layer {
 
   // The convolution whose adjoint this layer is, for input z (throws unless
   // z has in_channels channels and the output is at least 1 x 1).
-  emu::Conv2dShape adjoint_shape(const Tensor& z) const;
+  ops::Conv2dShape adjoint_shape(const Tensor& z) const;
   int in_channels() const { return in_; }
   int out_channels() const { return out_; }
 

@@ -3,23 +3,23 @@
 
 namespace mpverify::nn {
 
-void EmuBackend::gemm(const emu::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+void EmuBackend::gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                       std::span<float> c, const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   emu::gemm_emu(shape, a, b, c, policy, counters);
 }
 
-void EmuBackend::conv2d_forward(const emu::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
+void EmuBackend::conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                                 std::span<float> y, const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   emu::conv2d_forward_emu(shape, x, wgt, y, policy, counters);
 }
 
-void EmuBackend::conv2d_backward_data(const emu::Conv2dShape& shape, std::span<const float> dy,
+void EmuBackend::conv2d_backward_data(const ops::Conv2dShape& shape, std::span<const float> dy,
                                       std::span<const float> wgt, std::span<float> dx, const emu::GemmPolicy& policy,
                                       emu::CounterSet* counters) {
   emu::conv2d_backward_data_emu(shape, dy, wgt, dx, policy, counters);
 }
 
-void EmuBackend::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span<const float> x,
+void EmuBackend::conv2d_backward_filter(const ops::Conv2dShape& shape, std::span<const float> x,
                                         std::span<const float> dy, std::span<float> dw,
                                         const emu::GemmPolicy& policy, emu::CounterSet* counters) {
   emu::conv2d_backward_filter_emu(shape, x, dy, dw, policy, counters);
@@ -73,13 +73,13 @@ void EmuBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const
   emu::batch_norm_backward_emu(s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta, policy, counters);
 }
 
-float EmuBackend::softmax_cross_entropy(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float EmuBackend::softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, const emu::LossPolicy& policy,
                                         emu::CounterSet* counters) {
   return emu::softmax_cross_entropy_emu(s, logits, labels, policy, counters);
 }
 
-void EmuBackend::softmax_cross_entropy_backward(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void EmuBackend::softmax_cross_entropy_backward(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                                 std::span<const std::int32_t> labels, std::span<float> dlogits,
                                                 const emu::LossPolicy& policy, emu::CounterSet* counters) {
   emu::softmax_cross_entropy_backward_emu(s, logits, labels, dlogits, policy, counters);

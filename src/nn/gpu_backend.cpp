@@ -277,23 +277,23 @@ std::unique_ptr<Backend> make_gpu_backend() {
   return std::make_unique<GpuBackend>();
 }
 
-void GpuBackend::gemm(const emu::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+void GpuBackend::gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                       std::span<float> c, const emu::GemmPolicy& policy, emu::CounterSet*) {
   gpu::gemm_gpu(shape, a, b, c, gemm_compute(policy, "gemm"));
 }
 
-void GpuBackend::conv2d_forward(const emu::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
+void GpuBackend::conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                                 std::span<float> y, const emu::GemmPolicy& policy, emu::CounterSet*) {
   gpu::conv2d_forward_gpu(shape, x, wgt, y, conv_compute(policy, "conv2d"));
 }
 
-void GpuBackend::conv2d_backward_data(const emu::Conv2dShape& shape, std::span<const float> dy,
+void GpuBackend::conv2d_backward_data(const ops::Conv2dShape& shape, std::span<const float> dy,
                                       std::span<const float> wgt, std::span<float> dx, const emu::GemmPolicy& policy,
                                       emu::CounterSet*) {
   gpu::conv2d_backward_data_gpu(shape, dy, wgt, dx, conv_compute(policy, "conv2d_backward_data"));
 }
 
-void GpuBackend::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span<const float> x,
+void GpuBackend::conv2d_backward_filter(const ops::Conv2dShape& shape, std::span<const float> x,
                                         std::span<const float> dy, std::span<float> dw,
                                         const emu::GemmPolicy& policy, emu::CounterSet*) {
   gpu::conv2d_backward_filter_gpu(shape, x, dy, dw, conv_compute(policy, "conv2d_backward_filter"));
@@ -378,14 +378,14 @@ void GpuBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const
   gpu::batch_norm_backward_gpu(s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
 }
 
-float GpuBackend::softmax_cross_entropy(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float GpuBackend::softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, const emu::LossPolicy& policy,
                                         emu::CounterSet*) {
   const std::vector<float> z = loss_input("softmax_cross_entropy", logits, policy);
   return refs::softmax_cross_entropy_ref(s, z, labels);
 }
 
-void GpuBackend::softmax_cross_entropy_backward(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void GpuBackend::softmax_cross_entropy_backward(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                                 std::span<const std::int32_t> labels, std::span<float> dlogits,
                                                 const emu::LossPolicy& policy, emu::CounterSet*) {
   const std::vector<float> z = loss_input("softmax_cross_entropy_backward", logits, policy);

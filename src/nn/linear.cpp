@@ -26,7 +26,7 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
                                 std::to_string(x.example_size()));
   x_ = x;
   Tensor y(x.n, out_);
-  const emu::GemmShape shape{x.n, out_, in_, false, true};
+  const ops::GemmShape shape{x.n, out_, in_, false, true};
   const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
   ctx.backend().gemm(shape, xs.values(), ws.values(), y.span(), matmul_policy(ctx.precision(), Pass::forward),
                      ctx.counters());
@@ -43,14 +43,14 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   if (need_dx) {
     dx = Tensor(x_.n, x_.c, x_.h, x_.w);
     const ScaledOperand ws(ctx, name() + ".w", w_.value);
-    ctx.backend().gemm(emu::GemmShape{dy.n, in_, out_}, dys.values(), ws.values(), dx.span(), policy,
+    ctx.backend().gemm(ops::GemmShape{dy.n, in_, out_}, dys.values(), ws.values(), dx.span(), policy,
                        ctx.counters());
     unscale_result(dys, ws, dx.span());
     ctx.store(name(), "dx", Role::activation_grad, dx.span());
   }
   w_.grad.assign(w_.size(), 0.0f);
   const ScaledOperand xs(ctx, name() + ".x", x_.span());
-  ctx.backend().gemm(emu::GemmShape{out_, in_, dy.n, true, false}, dys.values(), xs.values(), w_.grad, policy,
+  ctx.backend().gemm(ops::GemmShape{out_, in_, dy.n, true, false}, dys.values(), xs.values(), w_.grad, policy,
                      ctx.counters());
   unscale_result(dys, xs, w_.grad);
   ctx.store(name(), "dw", Role::weight_grad, w_.grad);

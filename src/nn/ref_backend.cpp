@@ -46,26 +46,26 @@ void require_fp32(const emu::GemmPolicy& p, std::string_view op) {
 
 }  // namespace
 
-void RefBackend::gemm(const emu::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+void RefBackend::gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                       std::span<float> c, const emu::GemmPolicy& policy, emu::CounterSet*) {
   require_fp32(policy, "gemm");
   refs::gemm_ref(shape, a, b, c);
 }
 
-void RefBackend::conv2d_forward(const emu::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
+void RefBackend::conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                                 std::span<float> y, const emu::GemmPolicy& policy, emu::CounterSet*) {
   require_fp32(policy, "conv2d");
   refs::conv2d_forward_ref(shape, x, wgt, y);
 }
 
-void RefBackend::conv2d_backward_data(const emu::Conv2dShape& shape, std::span<const float> dy,
+void RefBackend::conv2d_backward_data(const ops::Conv2dShape& shape, std::span<const float> dy,
                                       std::span<const float> wgt, std::span<float> dx, const emu::GemmPolicy& policy,
                                       emu::CounterSet*) {
   require_fp32(policy, "conv2d_backward_data");
   refs::conv2d_backward_data_ref(shape, dy, wgt, dx);
 }
 
-void RefBackend::conv2d_backward_filter(const emu::Conv2dShape& shape, std::span<const float> x,
+void RefBackend::conv2d_backward_filter(const ops::Conv2dShape& shape, std::span<const float> x,
                                         std::span<const float> dy, std::span<float> dw,
                                         const emu::GemmPolicy& policy, emu::CounterSet*) {
   require_fp32(policy, "conv2d_backward_filter");
@@ -125,14 +125,14 @@ void RefBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const
   refs::batch_norm_backward_ref(s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
 }
 
-float RefBackend::softmax_cross_entropy(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+float RefBackend::softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, const emu::LossPolicy& policy,
                                         emu::CounterSet*) {
   require_fp32({&policy.input, &policy.accumulate, &policy.output}, "softmax_cross_entropy");
   return refs::softmax_cross_entropy_ref(s, logits, labels);
 }
 
-void RefBackend::softmax_cross_entropy_backward(const emu::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
+void RefBackend::softmax_cross_entropy_backward(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                                 std::span<const std::int32_t> labels, std::span<float> dlogits,
                                                 const emu::LossPolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.accumulate, &policy.output}, "softmax_cross_entropy_backward");

@@ -321,7 +321,7 @@ Evaluation Trainer::evaluate() {
         e.diverged = true;
         e.reason = "a test logit is not finite";
       }
-    const emu::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
+    const ops::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
     loss_sum += static_cast<double>(m.backend->softmax_cross_entropy(shape, logits.span(), labels, loss_policy, nullptr)) *
                 static_cast<double>(count);
     for (std::size_t i = 0; i < count; ++i)
@@ -494,7 +494,7 @@ void Trainer::classifier_step(nlohmann::json& log) {
 
   ctx.set_pass(nn::Pass::forward);
   nn::Tensor logits = m.model->forward(ctx, x);
-  const emu::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
+  const ops::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
   const float loss =
       m.backend->softmax_cross_entropy(shape, logits.span(), batch.labels, nn::loss_policy(recipe_.precision),
                                        ctx.counters());
@@ -533,7 +533,7 @@ void Trainer::classifier_step(nlohmann::json& log) {
 // The FP32 reference at the same weights, on the same batch, unscaled: its
 // loss against the run's, and an empty "layers" that compare_with_reference fills.
 nlohmann::json Trainer::reference_step(const nn::Tensor& x, const data::Batch& batch,
-                                      const emu::SoftmaxCrossEntropyShape& shape, float loss) {
+                                      const ops::SoftmaxCrossEntropyShape& shape, float loss) {
   Impl& m = *impl_;
   nn::Context rctx(m.ref_backend, m.ref_precision);
   const std::vector<nn::Parameter*> run = m.model->parameters(), ref = m.reference->parameters();

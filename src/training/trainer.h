@@ -208,7 +208,7 @@ class Trainer {
   void classifier_step(nlohmann::json& log);
   void cast_and_record_weights();
   nlohmann::json reference_step(const nn::Tensor& x, const data::Batch& batch,
-                                const emu::SoftmaxCrossEntropyShape& shape, float loss);
+                                const ops::SoftmaxCrossEntropyShape& shape, float loss);
   void compare_with_reference(nlohmann::json& reference);
   void dcgan_step(nlohmann::json& log);
   UpdateResult discriminator_step(const nn::Tensor& z, nn::Tensor& both, float& loss_d);
