@@ -23,6 +23,11 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Runs `work`, turning the library's refusals of bad input (std::invalid_argument,
+// data::DataFileError) into a UsageError with the same text: one place for the
+// rule that a command's bad input exits with 2.
+void with_usage_errors(const std::function<void()>& work);
+
 void add_formats_command(CLI::App& root, std::vector<Command>& commands);
 void add_round_command(CLI::App& root, std::vector<Command>& commands);
 void add_eval_command(CLI::App& root, std::vector<Command>& commands);

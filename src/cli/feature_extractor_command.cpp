@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "data/data_file_error.h"
 #include "training/feature_extractor.h"
 
 namespace mpverify::cli {
@@ -46,18 +45,14 @@ void add_feature_extractor_command(CLI::App& root, std::vector<Command>& command
       throw UsageError("--out " + o->out + ": the directory " + out.parent_path().string() + " does not exist");
     const bool show = !o->quiet && ::isatty(2);
     std::optional<training::FeatureExtractor> fx;
-    try {
+    with_usage_errors([&] {
       fx.emplace(training::FeatureExtractor::train(o->fx, [&](std::size_t step) {
         if (show && (step % 10 == 9 || step + 1 == o->fx.steps)) {
           std::fprintf(stderr, "\rstep %zu/%zu", step + 1, o->fx.steps);
           std::fflush(stderr);
         }
       }));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    } catch (const data::DataFileError& e) {
-      throw UsageError(e.what());
-    }
+    });
     if (show) std::fprintf(stderr, "\n");
     fx->save(out);
     if (o->json) {

@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "data/data_file_error.h"
 #include "report/study.h"
 
 namespace mpverify::cli {
@@ -52,13 +51,7 @@ void add_study_command(CLI::App& root, std::vector<Command>& commands) {
     config.out = o->out;
     config.report = o->report;
     config.data_dir = o->data_dir;
-    try {
-      report::validate_study(config);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    } catch (const data::DataFileError& e) {
-      throw UsageError(e.what());
-    }
+    with_usage_errors([&] { report::validate_study(config); });
     const bool show = !o->quiet && (o->progress || ::isatty(2));
     const report::StudyResult result = report::run_study(config, [&](const std::string& line) {
       if (show) std::cerr << line << std::endl;

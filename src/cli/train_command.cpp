@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "data/data_file_error.h"
 #include "io/file_error.h"
 #include "metrics/gan_evaluation.h"
 #include "training/ensemble.h"
@@ -254,7 +253,7 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
     if (std::filesystem::exists(training::seed_directory(out, s) / "steps.jsonl") && !o.force)
       throw UsageError("--out " + o.out + " already holds a run for seed " + std::to_string(s) +
                        "; pass --force to replace it");
-  try {
+  with_usage_errors([&] {
     training::run_ensemble(config, seeds, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
       if (!show) return;
       const auto& loss = step["loss"];
@@ -263,11 +262,7 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
                    loss.is_number() ? loss.get<double>() : NAN);
       std::fflush(stderr);
     });
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  } catch (const data::DataFileError& e) {
-    throw UsageError(e.what());
-  }
+  });
   if (show) std::fprintf(stderr, "\n");
   nlohmann::json all = nlohmann::json::parse(std::ifstream(out / "ensemble.json"));
   all["runs"] = nlohmann::json::array();
@@ -285,7 +280,7 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
 // One run; prints its line (or summary.json).
 int train_one(const TrainOptions& o, const training::TrainConfig& config, bool show) {
   const std::filesystem::path out = o.out;
-  try {
+  with_usage_errors([&] {
     training::run_training(config, out, [&](const nlohmann::json& step) {
       if (!show) return;
       const auto& loss = step["loss"];
@@ -294,11 +289,7 @@ int train_one(const TrainOptions& o, const training::TrainConfig& config, bool s
                    step["skipped"].get<bool>() ? "skipped" : "       ");
       std::fflush(stderr);
     });
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  } catch (const data::DataFileError& e) {
-    throw UsageError(e.what());
-  }
+  });
   if (show) std::fprintf(stderr, "\n");
   const nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
   if (o.json) {
