@@ -930,7 +930,8 @@ void literature_section(const SwampingConfig& c, const std::vector<LrResult>& pe
   md += "- \"Lost when more than 2048× smaller\" is neither necessary nor sufficient: above, " +
         std::to_string(lost_between) + " updates with |w|/|u| in [2048, 4096] were lost and " +
         std::to_string(kept_between) + " were kept, " + std::to_string(lost_below) +
-        " were lost at a ratio below 2048 (zero or subnormal weights), and the 2048 rule counted " +
+        " were lost at a ratio below 2048 (subnormal weights; an update to a zero weight is never a lost "
+        "one), and the 2048 rule counted " +
         rate_cell(rate(pure_at_least, pure_total.updates)) + " of the updates against an exact " +
         rate_cell(rate(pure_total.lost, pure_total.updates)) + ".\n";
   md += "- Only SGD with momentum was run (no Adam, no weight decay), on the emulator only (no GPU here).\n";
