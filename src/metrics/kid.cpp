@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "data/random.h"
+#include "refs/eigen_blocking.h"
 
 namespace mpverify::metrics {
 
@@ -20,6 +21,7 @@ Eigen::Map<const RowMajor> as_matrix(const FeatureMatrix& m) {
 
 // The kernel matrix (x_i . y_j / d + 1)^3.
 RowMajor kernel_matrix(const RowMajor& x, const RowMajor& y) {
+  refs::pin_eigen_blocking();
   const double d = static_cast<double>(x.cols());
   RowMajor k = x * y.transpose();
   k = (k.array() / d + 1.0).cube().matrix();
