@@ -9,6 +9,10 @@ report_entries() {  # NAME COST MINUTES, one line each, comments and blank lines
   sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$(dirname "${BASH_SOURCE[0]}")/reports.list"
 }
 
+gpu_usable() {  # whether this build can use a GPU here (the gpu reports need one): mpverify --version says
+  ! "$1/mpverify" --version | grep -q '^gpu: none'
+}
+
 report_order() {  # the reports' file names in list order, comma-separated (mpverify report-page --first)
   report_entries | awk '{printf "%s%s.md", (NR > 1 ? "," : ""), $1}'
 }
@@ -27,6 +31,8 @@ write_report() {
       "$build/mpverify" study --report "$outdir/study.md" --out "$runs" --jobs "$jobs" --progress ;;
     gate-calibration)
       "$build/experiments/gate_calibration" --out "$outdir/gate-calibration.md" ;;
+    gpu_bench)
+      "$build/experiments/bench_gpu" --markdown "$outdir/gpu_bench.md" ;;
     gate-calibration-real)
       "$source_dir/parity/gate_calibration_real" "$build" 60 "$outdir/gate-calibration-real.md" ;;
     *)

@@ -1,5 +1,5 @@
 // The `mpverify` program's own command line, run as a user runs it:
-// --version prints the CMake project's version; a misspelt or unknown option
+// --version prints the CMake project's version and the GPU (or why none); a misspelt or unknown option
 // is named as unknown (before any "--x is required" it caused), with the
 // command's help to look at and exit code 2; analyze's and swamp's help
 // define what they print.
@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "gpu/device.h"
 #include "support/run_command.h"
 
 namespace {
@@ -18,7 +19,16 @@ std::string cli(const std::string& args) { return std::string(MPVERIFY_BIN) + " 
 TEST(CliUsage, VersionPrintsTheProjectVersion) {
   const auto r = run_command(cli("--version"), "");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, std::string("mpverify ") + MPVERIFY_EXPECTED_VERSION + "\n");
+  const std::string first = std::string("mpverify ") + MPVERIFY_EXPECTED_VERSION + "\n";
+  ASSERT_EQ(r.out.substr(0, first.size()), first);
+  // The second line names the GPU, or says why there is none in the words the gpu side uses.
+  const std::string reason = mpverify::gpu::gpu_unavailable_reason();
+  if (reason.empty()) {
+    EXPECT_EQ(r.out.substr(first.size(), 5), "gpu: ");
+    EXPECT_EQ(r.out.find("gpu: none"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.out.substr(first.size()), "gpu: none (" + reason + ")\n");
+  }
 }
 
 TEST(CliUsage, AnUnknownOptionIsNamedBeforeTheRequiredOptionItHid) {

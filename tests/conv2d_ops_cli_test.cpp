@@ -24,7 +24,9 @@ nlohmann::json run_json(const std::string& op, const std::string& policy) {
   return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
 }
 
-void expect_sides_and_ref_emu_pair(const nlohmann::json& j, const std::string& tensor) {
+// cudnn_has_policy: whether cuDNN runs the policy (fp32 throughout, or fp16 tensors with fp32 accumulation);
+// the gpu side runs exactly when it does and a device is usable.
+void expect_sides_and_ref_emu_pair(const nlohmann::json& j, const std::string& tensor, bool cudnn_has_policy) {
   ASSERT_EQ(j["sides"].size(), 3u);
   EXPECT_EQ(j["sides"][0]["name"], "ref");
   EXPECT_TRUE(j["sides"][0]["ran"].get<bool>());
@@ -32,7 +34,7 @@ void expect_sides_and_ref_emu_pair(const nlohmann::json& j, const std::string& t
   EXPECT_TRUE(j["sides"][1]["ran"].get<bool>());
   EXPECT_EQ(j["sides"][2]["name"], "gpu");
   const bool gpu_ran = j["sides"][2]["ran"].get<bool>();
-  EXPECT_EQ(gpu_ran, mpverify::gpu::gpu_unavailable_reason().empty());
+  EXPECT_EQ(gpu_ran, cudnn_has_policy && mpverify::gpu::gpu_unavailable_reason().empty());
   if (!gpu_ran) {
     EXPECT_FALSE(j["sides"][2]["reason"].get<std::string>().empty());
   }
@@ -49,7 +51,7 @@ void expect_sides_and_ref_emu_pair(const nlohmann::json& j, const std::string& t
 
 TEST(Conv2dOpsCli, ForwardCountsEveryInputOnceAndEveryTerm) {
   const auto j = run_json("conv2d", "input=fp16,accumulate=fp16");
-  expect_sides_and_ref_emu_pair(j, "y");
+  expect_sides_and_ref_emu_pair(j, "y", false);  // fp16 accumulation: no cuDNN counterpart
   EXPECT_EQ(j["policy"]["output"], "fp16");  // the output follows the input format unless given
   EXPECT_EQ(j["counters"]["conv2d.x"]["elements"], 2 * 3 * 9 * 7);
   EXPECT_EQ(j["counters"]["conv2d.w"]["elements"], 4 * 3 * 3 * 3);
@@ -60,7 +62,7 @@ TEST(Conv2dOpsCli, ForwardCountsEveryInputOnceAndEveryTerm) {
 
 TEST(Conv2dOpsCli, BackwardDataCountsOnlyTheTapsOfEachStridePhase) {
   const auto j = run_json("conv2d-backward-data", "input=fp16,accumulate=fp16");
-  expect_sides_and_ref_emu_pair(j, "dx");
+  expect_sides_and_ref_emu_pair(j, "dx", false);  // fp16 accumulation: no cuDNN counterpart
   // Row ih is reached by the taps r = (ih + 1) mod 2: ih even (5 rows of 9)
   // by r = 1 only, ih odd (4 rows) by r = 0 and 2: 5 + 8 = 13 steps over the
   // rows; columns: 4 even + 2 * 3 odd = 10. Times n c k = 24.
@@ -71,9 +73,19 @@ TEST(Conv2dOpsCli, BackwardDataCountsOnlyTheTapsOfEachStridePhase) {
 
 TEST(Conv2dOpsCli, BackwardFilterIsOneReductionOverTheBatch) {
   const auto j = run_json("conv2d-backward-filter", "input=fp16,accumulate=fp16");
-  expect_sides_and_ref_emu_pair(j, "dw");
+  expect_sides_and_ref_emu_pair(j, "dw", false);  // fp16 accumulation: no cuDNN counterpart
   EXPECT_EQ(j["counters"]["conv2d_backward_filter.accumulate"]["elements"], 4 * 3 * 3 * 3 * (2 * 5 * 4));
   EXPECT_EQ(j["counters"]["conv2d_backward_filter.dw"]["elements"], 4 * 3 * 3 * 3);
+}
+
+TEST(Conv2dOpsCli, TheGpuSideRunsWhereCudnnHasThePolicy) {
+  for (const std::string op : {"conv2d", "conv2d-backward-data", "conv2d-backward-filter"}) {
+    const auto j = run_json(op, "input=fp16,accumulate=fp32");
+    expect_sides_and_ref_emu_pair(j, op == "conv2d" ? "y" : op == "conv2d-backward-data" ? "dx" : "dw", true);
+    if (j["sides"][2]["ran"].get<bool>()) {  // then every pair with the gpu passes its tolerance too
+      for (const auto& pair : j["pairs"]) EXPECT_TRUE(pair["passed"].get<bool>()) << op << " " << pair.dump();
+    }
+  }
 }
 
 TEST(Conv2dOpsCli, PoliciesWithoutACudnnMatchSayWhy) {

@@ -201,11 +201,11 @@ int main(int argc, char** argv) {
   std::printf("\nRatios in this run (device times from cudaEvents):\n%s", summary.c_str());
   if (!markdown_path.empty()) {
     const gpu::DeviceInfo info = gpu::describe_device();
-    std::ofstream(markdown_path) << "## GPU speed: cuBLAS GEMM 8192^3 and the device counters\n\n"
+    std::ofstream(markdown_path) << "# GPU speed: cuBLAS GEMM 8192^3 and the device counters\n\n"
                                  << "Device: " << info.name << " (sm_" << info.compute_capability << "), driver "
                                  << info.driver_version << ", runtime " << info.runtime_version << ", cuBLAS "
-                                 << info.cublas_version << ".\nCommand: `build/experiments/bench_gpu`; normal(0,1) "
-                                    "inputs, seed 42; times from cudaEvents.\n\n"
+                                 << info.cublas_version << ".\nCommand: `build/experiments/bench_gpu --markdown reports/gpu_bench.md` (part of "
+                                    "`experiments/regenerate-reports`); normal(0,1) inputs, seed 42; times from cudaEvents.\n\n"
                                  << summary
                                  << "\nA counters row times the whole `gpu::tensor_counters_gpu` call as a user makes "
                                     "it: the counting kernels plus the call's own allocation of its totals, the "

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "formats/format.h"
+#include "gpu/device.h"
 
 #ifndef MPVERIFY_VERSION
 #error "MPVERIFY_VERSION (the CMake project version) must be defined by the build"
@@ -89,6 +90,18 @@ int run_chosen(const std::vector<Command>& commands) {
   return 2;
 }
 
+// The version and the GPU this build can use (a second line, so scripts can tell whether the gpu side
+// runs here: experiments/regenerate-reports does). Asked only when --version is given: probing the
+// device takes a while.
+std::string version_text() {
+  namespace gpu = mpverify::gpu;
+  std::string text = std::string("mpverify ") + MPVERIFY_VERSION + "\ngpu: ";
+  if (const std::string reason = gpu::gpu_unavailable_reason(); !reason.empty()) return text + "none (" + reason + ")";
+  const gpu::DeviceInfo info = gpu::describe_device();
+  return text + info.name + " (sm_" + std::to_string(info.compute_capability) + "), cuBLAS " + info.cublas_version +
+         ", cuDNN " + info.cudnn_version;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,7 +109,7 @@ int main(int argc, char** argv) {
                 "Run 'mpverify COMMAND --help' for a command's options.",
                 "mpverify"};
   root.require_subcommand(1);
-  root.set_version_flag("--version", std::string("mpverify ") + MPVERIFY_VERSION, "Print the version and exit");
+  root.set_version_flag("--version", version_text, "Print the version and the GPU it can use, and exit");
   const std::vector<Command> commands = add_commands(root);
   if (const std::optional<std::string> error = unknown_command(argc, argv, commands)) {
     std::cerr << *error << "\n";
