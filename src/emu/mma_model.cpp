@@ -1,0 +1,228 @@
+// The tensor-core model of mma_model.h, in exact integer arithmetic: every aligned term is an integer
+// multiple of 2^(E - F), and the sum of at most 257 terms below 2^(F + 2) <= 2^42 fits an int64 and,
+// times 2^(E - F), a double exactly; the one rounding to the output is then formats::from_double's.
+#include "emu/mma_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "formats/arithmetic.h"
+#include "formats/encoding.h"
+
+namespace mpverify::emu {
+
+namespace {
+
+const formats::Format& fp32() {
+  static const formats::Format f = formats::parse_format("fp32");
+  return f;
+}
+
+const formats::Format& e8m13() {
+  static const formats::Format f = formats::custom_format(8, 13);
+  return f;
+}
+
+bool is_fp32(const formats::Format& f) { return f.exponent_bits == 8 && f.mantissa_bits == 23; }
+bool is_fp16(const formats::Format& f) { return f.exponent_bits == 5 && f.mantissa_bits == 10 && f.bias == 15; }
+
+// A term: (-1)^negative * magnitude * 2^(exponent - scale), where magnitude / 2^scale is the significand.
+struct Term {
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+  int scale = 0;
+  int exponent = 0;
+};
+
+// An operand's significand (times 2^23, so every format of at most 24 bits of precision gives an integer)
+// and exponent, as MMA-Sim's extract_significand_exponent: a subnormal keeps the format's minimum normal
+// exponent, a zero gets exponent -126 whatever its format.
+Term split(const formats::Format& f, std::uint32_t bits) {
+  const double v = formats::to_double(f, bits);
+  Term t;
+  t.negative = std::signbit(v);
+  t.scale = 23;
+  if (v == 0.0) {
+    t.exponent = -126;
+    return t;
+  }
+  int e = 0;
+  double s = std::frexp(std::fabs(v), &e) * 2.0;  // [1, 2)
+  e -= 1;
+  if (e < f.emin()) {
+    s = std::ldexp(s, e - f.emin());
+    e = f.emin();
+  }
+  t.magnitude = static_cast<std::uint64_t>(std::ldexp(s, 23));
+  t.exponent = e;
+  return t;
+}
+
+Term product(const formats::Format& fa, std::uint32_t a, const formats::Format& fb, std::uint32_t b) {
+  const Term x = split(fa, a), y = split(fb, b);
+  return {x.negative != y.negative, x.magnitude * y.magnitude, 46, x.exponent + y.exponent};
+}
+
+enum class Special : std::uint8_t { none, nan, positive_infinity, negative_infinity };
+
+// NaN and infinity as MMA-Sim decides them: from the FP64 sum of the exact products and c.
+Special special_of(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                   std::uint32_t c) {
+  bool nan = false, plus = false, minus = false;
+  auto infinite_term = [&](bool negative) { (negative ? minus : plus) = true; };
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (formats::is_nan(m.a, a[i]) || formats::is_nan(m.b, b[i])) {
+      nan = true;
+    } else if (formats::is_infinity(m.a, a[i]) || formats::is_infinity(m.b, b[i])) {
+      if (formats::is_zero(m.a, a[i]) || formats::is_zero(m.b, b[i])) nan = true;  // inf * 0
+      else infinite_term(formats::sign_bit(m.a, a[i]) != formats::sign_bit(m.b, b[i]));
+    }
+  }
+  if (formats::is_nan(m.c, c)) nan = true;
+  else if (formats::is_infinity(m.c, c)) infinite_term(formats::sign_bit(m.c, c));
+  if (nan || (plus && minus)) return Special::nan;
+  if (plus) return Special::positive_infinity;
+  if (minus) return Special::negative_infinity;
+  return Special::none;
+}
+
+std::uint32_t special_bits(const formats::Format& c, Special s) {
+  if (s == Special::nan) return is_fp16(c) ? 0x7FFFu : 0x7FFFFFFFu;  // the canonical NaN, not c's quiet NaN
+  return c.positive_infinity_bits() | (s == Special::negative_infinity ? c.sign_mask() : 0u);
+}
+
+// Aligns the term to E with F fraction bits, truncating toward zero; counts what it loses.
+std::int64_t aligned(const Term& t, int E, int F, MmaCounts& counts) {
+  if (t.magnitude == 0) return 0;
+  const int shift = t.scale + (E - t.exponent) - F;
+  std::uint64_t kept = 0;
+  bool lost = false;
+  if (shift <= 0) {
+    kept = t.magnitude << -shift;  // only c, by at most F - 23 <= 17 bits: below 2^41
+  } else if (shift >= 64) {
+    lost = true;
+  } else {
+    kept = t.magnitude >> shift;
+    lost = (t.magnitude & ((std::uint64_t{1} << shift) - 1)) != 0;
+  }
+  ++counts.terms;
+  if (lost) ++counts.terms_truncated;
+  if (kept == 0) ++counts.terms_shifted_out;
+  return t.negative ? -static_cast<std::int64_t>(kept) : static_cast<std::int64_t>(kept);
+}
+
+// The exact sum times 2^exponent, rounded once to the output.
+std::uint32_t round_output(const MmaModel& m, std::int64_t sum, int exponent, MmaCounts& counts) {
+  ++counts.roundings;
+  if (sum == 0) return 0;  // an exact zero is +0 whatever the signs of the terms
+  const double value = std::ldexp(static_cast<double>(sum), exponent);  // exact: |sum| < 2^53
+  formats::Flags flags;
+  std::uint32_t bits = 0;
+  const formats::RoundingContext toward_zero{formats::Rounding::toward_zero};
+  switch (m.output) {
+    case MmaOutput::fp32_toward_zero:
+      bits = formats::from_double(fp32(), value, toward_zero, flags);
+      break;
+    case MmaOutput::e8m13_toward_zero: {
+      formats::Flags exact;
+      bits = formats::convert(e8m13(), formats::from_double(e8m13(), value, toward_zero, flags), fp32(), {}, exact);
+      break;
+    }
+    case MmaOutput::fp16_nearest_even:
+      bits = formats::from_double(m.c, value, {}, flags);
+      break;
+  }
+  if (flags.has(formats::Flags::inexact)) ++counts.roundings_inexact;
+  if (flags.has(formats::Flags::overflow)) {  // toward zero would keep the largest finite value: not here
+    ++counts.overflows;
+    return special_bits(m.c, value < 0 ? Special::negative_infinity : Special::positive_infinity);
+  }
+  if (formats::is_zero(m.c, bits)) return 0;  // underflow to zero gives +0 too
+  return bits;
+}
+
+// One fused dot-add over a.size() products and c.
+std::uint32_t fused_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                            std::uint32_t c, MmaCounts& counts) {
+  if (const Special s = special_of(m, a, b, c); s != Special::none) {
+    ++counts.roundings;
+    if (s == Special::nan) ++counts.nans;
+    return special_bits(m.c, s);
+  }
+  std::vector<Term> terms;
+  terms.reserve(a.size() + 1);
+  terms.push_back(split(m.c, c));
+  for (std::size_t i = 0; i < a.size(); ++i) terms.push_back(product(m.a, a[i], m.b, b[i]));
+  const int E = std::max_element(terms.begin(), terms.end(), [](const Term& x, const Term& y) {
+                  return x.exponent < y.exponent;
+                })->exponent;
+  std::int64_t sum = 0;
+  for (const Term& t : terms) sum += aligned(t, E, m.fraction_bits, counts);
+  return round_output(m, sum, E - m.fraction_bits, counts);
+}
+
+}  // namespace
+
+MmaCounts& MmaCounts::operator+=(const MmaCounts& o) {
+  terms += o.terms;
+  terms_truncated += o.terms_truncated;
+  terms_shifted_out += o.terms_shifted_out;
+  roundings += o.roundings;
+  roundings_inexact += o.roundings_inexact;
+  overflows += o.overflows;
+  nans += o.nans;
+  return *this;
+}
+
+void validate(const MmaModel& m) {
+  auto fail = [&](const std::string& what) { throw std::invalid_argument("tensor-core model " + m.name + ": " + what); };
+  if (m.fraction_bits < 8 || m.fraction_bits > 40) fail("F (fraction bits) must be 8..40");
+  if (m.k < 1 || m.k > 256) fail("k must be 1..256");
+  if (m.split_halves && m.k % 2 != 0) fail("splitting into halves needs an even k");
+  for (const formats::Format* f : {&m.a, &m.b})
+    if (f->precision() > 24 || f->exponent_bits > 8) fail(f->name + " is wider than an fp32 operand");
+  const bool fp16_out = m.output == MmaOutput::fp16_nearest_even;
+  if (fp16_out ? !is_fp16(m.c) : !is_fp32(m.c)) fail("the accumulator must be fp16 with fp16 output, else fp32");
+}
+
+std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                          std::uint32_t c, MmaCounts* counts) {
+  if (a.size() != static_cast<std::size_t>(m.k) || b.size() != a.size())
+    throw std::invalid_argument("mma_dot_add: " + m.name + " takes k = " + std::to_string(m.k) + " products");
+  MmaCounts local;
+  MmaCounts& n = counts ? *counts : local;
+  if (!m.split_halves) return fused_dot_add(m, a, b, c, n);
+  const std::size_t h = a.size() / 2;
+  const std::uint32_t first = fused_dot_add(m, a.first(h), b.first(h), c, n);
+  return fused_dot_add(m, a.subspan(h), b.subspan(h), first, n);
+}
+
+std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                      std::uint32_t c, int promotion_interval, MmaCounts* counts) {
+  const std::size_t k = static_cast<std::size_t>(m.k);
+  if (a.size() != b.size() || a.empty() || a.size() % k != 0)
+    throw std::invalid_argument("mma_dot: " + m.name + " needs a positive multiple of k = " + std::to_string(m.k) +
+                                " products, equal in a and b");
+  if (promotion_interval < 0 || (promotion_interval > 0 && (promotion_interval % m.k != 0 || !is_fp32(m.c))))
+    throw std::invalid_argument("mma_dot: the promotion interval must be a multiple of k = " +
+                                std::to_string(m.k) + " with an fp32 output");
+  if (promotion_interval == 0) {
+    std::uint32_t d = c;
+    for (std::size_t i = 0; i < a.size(); i += k) d = mma_dot_add(m, a.subspan(i, k), b.subspan(i, k), d, counts);
+    return d;
+  }
+  std::uint32_t accumulator = c, partial = 0;
+  formats::Flags flags;
+  for (std::size_t i = 0; i < a.size(); i += k) {
+    partial = mma_dot_add(m, a.subspan(i, k), b.subspan(i, k), partial, counts);
+    if ((i + k) % static_cast<std::size_t>(promotion_interval) == 0 || i + k == a.size()) {
+      accumulator = formats::add(fp32(), accumulator, partial, {}, flags);  // the CUDA cores' fp32 add
+      partial = 0;
+    }
+  }
+  return accumulator;
+}
+
+}  // namespace mpverify::emu
