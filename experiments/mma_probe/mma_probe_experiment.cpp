@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include "emu/mma_presets.h"
@@ -20,9 +21,11 @@ namespace mpverify::experiments {
 namespace {
 
 // The PTX the probe issues, as the presets spell it after their architecture.
-constexpr std::array<const char*, 8> kInstructions = {
-    "mma.m16n8k16.f32.f16", "mma.m16n8k16.f16.f16", "mma.m16n8k16.f32.bf16", "mma.m16n8k8.f32.f16",
-    "mma.m16n8k8.f16.f16",  "mma.m16n8k8.f32.bf16", "mma.m16n8k8.f32.tf32",  "mma.m16n8k4.f32.tf32"};
+constexpr std::array<const char*, 12> kInstructions = {
+    "mma.m16n8k16.f32.f16",       "mma.m16n8k16.f16.f16",       "mma.m16n8k16.f32.bf16", "mma.m16n8k8.f32.f16",
+    "mma.m16n8k8.f16.f16",        "mma.m16n8k8.f32.bf16",       "mma.m16n8k8.f32.tf32",  "mma.m16n8k4.f32.tf32",
+    "mma.m16n8k32.f32.e4m3",      "mma.m16n8k32.f32.e4m3.e5m2", "mma.m16n8k32.f32.e5m2.e4m3",
+    "mma.m16n8k32.f32.e5m2"};
 
 struct ModelRow {
   const emu::MmaModel* model;
@@ -38,10 +41,31 @@ struct InstructionRow {
   std::vector<ModelRow> models;
 };
 
+// FP8 mma.sync has a preset for Ada only (MMA-Sim lists no FP8 mma.sync for Hopper or Blackwell): on a later
+// GPU these candidates say which rule it follows: Hopper's wgmma rule (F = 13, one operation, E8M13), the
+// Hopper mma.sync rule of the other formats (F = 25, one operation, fp32) and Ampere's (F = 24, halves).
+const std::vector<emu::MmaModel>& fp8_candidates(const emu::MmaModel& ada) {
+  static std::map<std::string, std::vector<emu::MmaModel>> candidates;
+  auto& list = candidates[ada.name];
+  if (list.empty()) {
+    auto add = [&](const char* name, int F, bool halves, emu::MmaOutput out) {
+      emu::MmaModel m = emu::mma_custom(ada.a, ada.b, ada.c, ada.k, F, halves, out);
+      m.name = name;
+      list.push_back(m);
+    };
+    add("candidate: F = 13, one operation, E8M13", 13, false, emu::MmaOutput::e8m13_toward_zero);
+    add("candidate: F = 25, one operation, fp32", 25, false, emu::MmaOutput::fp32_toward_zero);
+    add("candidate: F = 24, halves, fp32", 24, true, emu::MmaOutput::fp32_toward_zero);
+  }
+  return list;
+}
+
 std::vector<const emu::MmaModel*> models_of(const std::string& instruction) {
   std::vector<const emu::MmaModel*> models;
   for (const emu::MmaModel& m : emu::mma_presets())
     if (m.name.substr(m.name.find('.') + 1) == instruction) models.push_back(&m);
+  if (instruction.starts_with("mma.m16n8k32"))
+    for (const emu::MmaModel& m : fp8_candidates(*models.front())) models.push_back(&m);
   return models;
 }
 
@@ -129,7 +153,8 @@ std::string report_text(const MmaProbeConfig& c, const MmaProbeResult& result, c
         "modelled per architecture (`mpverify eval --op dot --list`): F fraction bits kept after alignment on "
         "e_a + e_b (Volta 23, Turing to Ada 24, Hopper and Blackwell 25) and, on Ampere and Ada, the k = 16 "
         "(f16, bf16) and k = 8 (tf32) shapes computed as two halves (MMA-Sim, arXiv 2511.10909). A model of "
-        "the GPU's own architecture should be 100% identical. Cases come in eight kinds, in turn: "
+        "the GPU's own architecture should be 100% identical. FP8 `mma.sync` (m16n8k32, sm_89 and later) has "
+        "a model for Ada only; three candidate rules stand beside it. Cases come in eight kinds, in turn: "
         "wide (any finite encoding), typical, cancelling, c dominating, large significands, tiny, near "
         "overflow, NaN and infinity.\n\n";
   md += "| instruction | K | cases | model | F | halves | identical to the " + std::string(use_gpu ? "GPU" : "first model") +

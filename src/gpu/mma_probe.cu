@@ -16,7 +16,12 @@ namespace mpverify::gpu {
 
 namespace {
 
-enum class Ptx : int { k16_f32_f16, k16_f16_f16, k16_f32_bf16, k8_f32_f16, k8_f16_f16, k8_f32_bf16, k8_f32_tf32, k4_f32_tf32 };
+enum class Ptx : int {
+  k16_f32_f16, k16_f16_f16, k16_f32_bf16, k8_f32_f16, k8_f16_f16, k8_f32_bf16, k8_f32_tf32, k4_f32_tf32,
+  k32_f32_e4m3_e4m3, k32_f32_e4m3_e5m2, k32_f32_e5m2_e4m3, k32_f32_e5m2_e5m2  // sm_89 and later
+};
+
+__host__ __device__ bool fp8_input(Ptx p) { return p >= Ptx::k32_f32_e4m3_e4m3; }
 
 // The dot's operands: A's row 0 and B's column 0 hold them, every other element is zero.
 struct Dot {
@@ -38,6 +43,23 @@ __device__ void fragments_k16(const Dot& d, int kb, int g, int t, std::uint32_t 
   for (int r = 0; r < 2; ++r) {
     const int krow = kb + 2 * t + (r == 1 ? 8 : 0);
     b[r] = pack(d.B(krow, g), d.B(krow + 1, g));
+  }
+}
+
+__device__ std::uint32_t pack4(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
+  return (b0 & 0xFFu) | (b1 & 0xFFu) << 8 | (b2 & 0xFFu) << 16 | (b3 & 0xFFu) << 24;
+}
+
+// m16n8k32, 8-bit operands: a0..a15 in 4 registers of 4 (rows g, g+8, g, g+8; columns 4t..4t+3, +16 for
+// a8..a15); b0..b7 in 2 registers (rows 4t..4t+3, +16 for b4..b7; column g).
+__device__ void fragments_k32(const Dot& d, int kb, int g, int t, std::uint32_t a[4], std::uint32_t b[2]) {
+  for (int r = 0; r < 4; ++r) {
+    const int row = (r % 2 == 0) ? g : g + 8, col = kb + 4 * t + (r >= 2 ? 16 : 0);
+    a[r] = pack4(d.A(row, col), d.A(row, col + 1), d.A(row, col + 2), d.A(row, col + 3));
+  }
+  for (int r = 0; r < 2; ++r) {
+    const int krow = kb + 4 * t + (r == 1 ? 16 : 0);
+    b[r] = pack4(d.B(krow, g), d.B(krow + 1, g), d.B(krow + 2, g), d.B(krow + 3, g));
   }
 }
 
@@ -97,6 +119,28 @@ __device__ void mma(Ptx p, const std::uint32_t a[4], const std::uint32_t b[2], f
                    : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
                    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
       break;
+#if __CUDA_ARCH__ >= 890  // FP8 mma.sync exists from sm_89; mma_probe refuses it on older devices
+    case Ptx::k32_f32_e4m3_e4m3:
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                   : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      break;
+    case Ptx::k32_f32_e4m3_e5m2:
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                   : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      break;
+    case Ptx::k32_f32_e5m2_e4m3:
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                   : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      break;
+    case Ptx::k32_f32_e5m2_e5m2:
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                   : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      break;
+#endif
     case Ptx::k4_f32_tf32:
       asm volatile("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
                    : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
@@ -116,7 +160,8 @@ __global__ void probe_kernel(Ptx p, int k, const std::uint32_t* a, const std::ui
   std::uint32_t h[2] = {lane == 0 && fp16_output(p) ? c[warp] : 0u, 0u};
   for (int kb = 0; kb < K; kb += k) {
     std::uint32_t ra[4] = {0, 0, 0, 0}, rb[2] = {0, 0};
-    if (p == Ptx::k8_f32_tf32 || p == Ptx::k4_f32_tf32) fragments_tf32(dot, kb, k, g, t, ra, rb);
+    if (fp8_input(p)) fragments_k32(dot, kb, g, t, ra, rb);
+    else if (p == Ptx::k8_f32_tf32 || p == Ptx::k4_f32_tf32) fragments_tf32(dot, kb, k, g, t, ra, rb);
     else if (k == 16) fragments_k16(dot, kb, g, t, ra, rb);
     else fragments_k8_16bit(dot, kb, g, t, ra, rb);
     mma(p, ra, rb, f, h);
@@ -133,6 +178,10 @@ Ptx ptx_of(const emu::MmaModel& m) {
   if (ptx == "mma.m16n8k8.f16.f16") return Ptx::k8_f16_f16;
   if (ptx == "mma.m16n8k8.f32.bf16") return Ptx::k8_f32_bf16;
   if (ptx == "mma.m16n8k8.f32.tf32") return Ptx::k8_f32_tf32;
+  if (ptx == "mma.m16n8k32.f32.e4m3") return Ptx::k32_f32_e4m3_e4m3;
+  if (ptx == "mma.m16n8k32.f32.e4m3.e5m2") return Ptx::k32_f32_e4m3_e5m2;
+  if (ptx == "mma.m16n8k32.f32.e5m2.e4m3") return Ptx::k32_f32_e5m2_e4m3;
+  if (ptx == "mma.m16n8k32.f32.e5m2") return Ptx::k32_f32_e5m2_e5m2;
   return Ptx::k4_f32_tf32;
 }
 
@@ -155,6 +204,8 @@ std::vector<std::uint32_t> mma_probe(const emu::MmaModel& m, std::span<const std
   MPVERIFY_CUDA_CHECK(cudaMemcpy(da.get(), ha.data(), bytes, cudaMemcpyHostToDevice));
   MPVERIFY_CUDA_CHECK(cudaMemcpy(db.get(), hb.data(), bytes, cudaMemcpyHostToDevice));
   MPVERIFY_CUDA_CHECK(cudaMemcpy(dc.get(), c.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
+  if (fp8_input(ptx_of(m)) && describe_device().compute_capability < 89)
+    throw std::runtime_error("FP8 mma.sync needs compute capability 8.9 or later");
   const unsigned threads = 128, blocks = static_cast<unsigned>((n * 32 + threads - 1) / threads);
   if (n > 0)
     probe_kernel<<<blocks, threads>>>(ptx_of(m), m.k, da.as<std::uint32_t>(), db.as<std::uint32_t>(),
