@@ -88,6 +88,20 @@ TEST(MmaModel, Fp8OnHopperKeeps13FractionBitsInItsFp32Output) {
   EXPECT_EQ(dot("sm100.tcgen05.k32.f32.e4m3", a, b, 0x3FC00000), 0x40400200u);
 }
 
+TEST(MmaModel, HoppersFp8MmaSyncAddsCLastToNearestEven) {
+  // e4m3 2^-9 = 01 (subnormal). Three products 2^-18 with c = 64 (ulp 2^-17): Hopper's FP8 mma.sync sums
+  // the products from zero in fp16 HMMAs (3 * 2^-18, exact) and adds c by an fp32 FADD: 64 + 1.5 ulp rounds
+  // to nearest-even, 64 + 2 ulp (0x42800002). Ada's rule aligns them to c's exponent with F = 13 and loses
+  // them (64); one fused operation with F = 25 keeps them and truncates: 64 + 1 ulp.
+  const Bits a = padded({0x01, 0x01, 0x01}, 32), b = padded({0x01, 0x01, 0x01}, 32);
+  EXPECT_EQ(dot("sm90.mma.m16n8k32.f32.e4m3", a, b, 0x42800000), 0x42800002u);
+  EXPECT_EQ(dot("sm89.mma.m16n8k32.f32.e4m3", a, b, 0x42800000), 0x42800000u);
+  const auto& ada = emu::mma_preset("sm89.mma.m16n8k32.f32.e4m3");
+  EXPECT_EQ(emu::mma_dot(emu::mma_custom(ada.a, ada.b, ada.c, 32, 25, false, emu::MmaOutput::fp32_toward_zero), a, b,
+                         0x42800000),
+            0x42800001u);
+}
+
 TEST(MmaModel, PromotionRecoversWhatTheChainSwamps) {
   // e4m3 16 = 58, 0.5 = 30. 32 products 16 * 16 = 8192, then 96 products 0.25: in the chain each 0.25 is
   // aligned to E = 13 with F = 13 and truncated to 0, so d = 8192; promoted every 32 elements the partials

@@ -125,7 +125,7 @@ std::string fields_of(const DotLine& l, const emu::MmaModel& m) {
 
 nlohmann::json model_json(const emu::MmaModel& m) {
   return {{"name", m.name}, {"a", m.a.name}, {"b", m.b.name}, {"c", m.c.name}, {"k", m.k},
-          {"fraction_bits", m.fraction_bits}, {"split_halves", m.split_halves},
+          {"fraction_bits", m.fraction_bits}, {"split_halves", m.split_halves}, {"fp8_through_fp16", m.fp8_through_fp16},
           {"output", std::string(emu::to_string(m.output))}};
 }
 
@@ -141,7 +141,8 @@ int list_presets(bool json) {
     if (json) all.push_back(model_json(m));
     else
       std::printf("%-32s a=%-8s b=%-8s c=%-4s k=%-2d F=%-2d %s%s\n", m.name.c_str(), m.a.name.c_str(), m.b.name.c_str(),
-                  m.c.name.c_str(), m.k, m.fraction_bits, m.split_halves ? "two halves, " : "",
+                  m.c.name.c_str(), m.k, m.fraction_bits,
+                  m.split_halves ? "two halves, " : m.fp8_through_fp16 ? "as fp16: two HMMAs from 0, then FADD c, " : "",
                   std::string(emu::to_string(m.output)).c_str());
   }
   if (json) std::cout << all.dump(2) << "\n";

@@ -163,6 +163,33 @@ std::uint32_t fused_dot_add(const MmaModel& m, std::span<const std::uint32_t> a,
   return round_output(m, sum, E - m.fraction_bits, counts);
 }
 
+// Hopper's FP8 mma.sync as ptxas compiles it for sm_90 (HMMA.16816.F32 twice, then FADD): the operands
+// become fp16 (exactly: every E4M3 and E5M2 value is an fp16), so their alignment follows fp16's exponents.
+std::uint32_t fp8_through_fp16(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                               std::uint32_t c, MmaCounts& counts) {
+  static const formats::Format fp16 = formats::parse_format("fp16");
+  MmaModel hmma{m.name, fp16, fp16, fp32(), 16, m.fraction_bits, false, false, MmaOutput::fp32_toward_zero};
+  std::vector<std::uint32_t> a16[2], b16[2];
+  formats::Flags exact;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::size_t group = i % 4 < 2 ? 0 : 1;  // the UNPACK_B of each register's low, then high, half
+    a16[group].push_back(formats::convert(m.a, a[i], fp16, {}, exact));
+    b16[group].push_back(formats::convert(m.b, b[i], fp16, {}, exact));
+  }
+  const std::uint32_t first = fused_dot_add(hmma, a16[0], b16[0], 0, counts);
+  const std::uint32_t partial = fused_dot_add(hmma, a16[1], b16[1], first, counts);
+  formats::Flags flags;
+  const std::uint32_t d = formats::add(fp32(), c, partial, {}, flags);  // FADD: to nearest-even
+  ++counts.roundings;
+  if (flags.has(formats::Flags::inexact)) ++counts.roundings_inexact;
+  if (flags.has(formats::Flags::overflow)) ++counts.overflows;
+  if (formats::is_nan(fp32(), d)) {
+    ++counts.nans;
+    return 0x7FFFFFFFu;  // the GPU's canonical NaN
+  }
+  return d;
+}
+
 }  // namespace
 
 MmaCounts& MmaCounts::operator+=(const MmaCounts& o) {
@@ -183,6 +210,9 @@ void validate(const MmaModel& m) {
   if (m.split_halves && m.k % 2 != 0) fail("splitting into halves needs an even k");
   for (const formats::Format* f : {&m.a, &m.b})
     if (f->precision() > 24 || f->exponent_bits > 8) fail(f->name + " is wider than an fp32 operand");
+  if (m.fp8_through_fp16 && (m.k != 32 || m.split_halves || m.output != MmaOutput::fp32_toward_zero ||
+                             m.a.width() != 8 || m.b.width() != 8))
+    fail("the FP8-through-fp16 schedule is Hopper's m16n8k32 FP8 mma.sync: k = 32, FP8 operands, fp32 output");
   const bool fp16_out = m.output == MmaOutput::fp16_nearest_even;
   if (fp16_out ? !is_fp16(m.c) : !is_fp32(m.c)) fail("the accumulator must be fp16 with fp16 output, else fp32");
 }
@@ -193,6 +223,7 @@ std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, s
     throw std::invalid_argument("mma_dot_add: " + m.name + " takes k = " + std::to_string(m.k) + " products");
   MmaCounts local;
   MmaCounts& n = counts ? *counts : local;
+  if (m.fp8_through_fp16) return fp8_through_fp16(m, a, b, c, n);
   if (!m.split_halves) return fused_dot_add(m, a, b, c, n);
   const std::size_t h = a.size() / 2;
   const std::uint32_t first = fused_dot_add(m, a.first(h), b.first(h), c, n);

@@ -14,6 +14,10 @@
 //      infinite operand gives that infinity.
 // Ampere and Ada compute their k = 16 (f16, bf16), k = 8 (tf32) and k = 32 (fp8) instructions as two such
 // operations of k/2, the first result being the second's c (split_halves). The presets are in mma_presets.h.
+// Hopper has no FP8 mma.sync: ptxas compiles it (k = 32) to conversions of every operand to fp16 (exact),
+// two f16 HMMA.16816 (Hopper's rule above) from zero over the products k mod 4 < 2, then k mod 4 >= 2, and
+// an fp32 FADD of c to nearest-even (fp8_through_fp16; seen in the SASS of sm_90 and reproduced bit for bit
+// on an H200, tests/data/mma_recorded_h200).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -36,6 +40,7 @@ struct MmaModel {
   int k = 16;                 // products per instruction (per output element)
   int fraction_bits = 25;     // F: fraction bits kept after alignment, 8..40
   bool split_halves = false;  // two fused operations of k/2 (Ampere, Ada)
+  bool fp8_through_fp16 = false;  // Hopper's FP8 mma.sync, as ptxas compiles it (see above)
   MmaOutput output = MmaOutput::fp32_toward_zero;
 };
 

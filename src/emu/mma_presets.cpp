@@ -80,6 +80,16 @@ class Table {
     add_fp8(arch, instruction, "k32", 32, fp8_F, false);
   }
 
+  // Hopper's FP8 mma.sync m16n8k32 (fp32 output), which ptxas compiles to two f16 HMMAs and an FADD
+  // (mma_model.h): not in MMA-Sim; read off the SASS for sm_90 and held against an H200.
+  void add_hopper_fp8_mma() {
+    for (const char* a : {"e4m3", "e5m2"})
+      for (const char* b : {"e4m3", "e5m2"}) {
+        add(kHopper, "mma", "m16n8k32", 32, "f32", a, b, kHopper.F, false);
+        models.back().fp8_through_fp16 = true;
+      }
+  }
+
   std::vector<MmaModel> models;
 };
 
@@ -93,6 +103,7 @@ std::vector<MmaModel> build_presets() {
   t.add_fp8(kAda, "mma", "m16n8k32", 32, 13, true);
   t.add_fp8(kAda, "mma", "m16n8k16", 16, 13, false);
   t.add_ampere_mma(kHopper, false);
+  t.add_hopper_fp8_mma();
   t.add_warpgroup(kHopper, "wgmma", 13);
   t.add_ampere_mma(kBlackwell, false);
   t.add_warpgroup(kBlackwell, "tcgen05", kBlackwell.F);
@@ -143,7 +154,7 @@ const MmaModel& mma_for_architecture(std::string_view arch_name, const formats::
 
 MmaModel mma_custom(const formats::Format& a, const formats::Format& b, const formats::Format& c, int k,
                     int fraction_bits, bool split_halves, MmaOutput output) {
-  MmaModel m{"custom", a, b, c, k, fraction_bits, split_halves, output};
+  MmaModel m{"custom", a, b, c, k, fraction_bits, split_halves, false, output};
   validate(m);
   return m;
 }
