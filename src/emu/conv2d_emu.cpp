@@ -56,8 +56,18 @@ void blocked_gemm(int rows, int terms, int columns, std::span<const float> a, co
 
 Sites sites_of(CounterSet* counters, const GemmPolicy& policy, const std::string& op, const char* output) {
   if (counters == nullptr) return {nullptr, nullptr};
-  return {policy.accumulation == Accumulation::fp16 ? &counters->at(op + ".accumulate") : nullptr,
+  const bool steps_counted = policy.accumulation == Accumulation::fp16 || policy.accumulation == Accumulation::mma;
+  return {steps_counted ? &counters->at(op + ".accumulate") : nullptr,
           &counters->at(op + "." + output)};
+}
+
+// The policy names the op's operands in order, (x, w), (dy, w), (x, dy): input is the first's format,
+// b_format() the second's. Every GEMM below multiplies the second (as A) by the first (as B).
+GemmPolicy second_operand_first(const GemmPolicy& p) {
+  GemmPolicy q = p;
+  q.input = p.b_format();
+  q.input_b = p.input;
+  return q;
 }
 
 std::size_t at(int a, int b, int c, int d, int B, int C, int D) {
@@ -156,11 +166,11 @@ void conv2d_forward_emu(const ops::Conv2dShape& s, std::span<const float> x, std
                         std::span<float> y, const GemmPolicy& policy, CounterSet* counters) {
   s.check(x.size(), wgt.size(), y.size());
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d.x"));
-  const std::vector<float> wr = quantized_copy(wgt, policy.input, site_counters(counters, "conv2d.w"));
+  const std::vector<float> wr = quantized_copy(wgt, policy.b_format(), site_counters(counters, "conv2d.w"));
   const int P = s.p(), Q = s.q(), crs = static_cast<int>(s.forward_terms());
   // W (k x crs) times im2col: row (ci, ri, si), column (image, oh, ow) of the whole batch.
   blocked_gemm(
-      s.k, crs, s.n * P * Q, wr, policy, sites_of(counters, policy, "conv2d", "y"),
+      s.k, crs, s.n * P * Q, wr, second_operand_first(policy), sites_of(counters, policy, "conv2d", "y"),
       [&](int first, int width, float* out) {
         for (int ci = 0; ci < s.c; ++ci)
           for (int ri = 0; ri < s.r; ++ri)
@@ -182,7 +192,8 @@ void conv2d_backward_data_emu(const ops::Conv2dShape& s, std::span<const float> 
                               std::span<float> dx, const GemmPolicy& policy, CounterSet* counters) {
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "conv2d_backward_data.dy"));
-  const std::vector<float> wr = quantized_copy(wgt, policy.input, site_counters(counters, "conv2d_backward_data.w"));
+  const std::vector<float> wr =
+      quantized_copy(wgt, policy.b_format(), site_counters(counters, "conv2d_backward_data.w"));
   const Sites sites = sites_of(counters, policy, "conv2d_backward_data", "dx");
   const int P = s.p(), Q = s.q();
   std::fill(dx.begin(), dx.end(), 0.0f);
@@ -209,7 +220,7 @@ void conv2d_backward_data_emu(const ops::Conv2dShape& s, std::span<const float> 
       // positions holds dy at the output position whose tap (rt[i], st[j])
       // lands on (ih, iw); 0 past dy's border.
       blocked_gemm(
-          s.c, terms, s.n * static_cast<int>(rows.size() * cols.size()), a, policy, sites,
+          s.c, terms, s.n * static_cast<int>(rows.size() * cols.size()), a, second_operand_first(policy), sites,
           [&](int first, int width, float* out) {
             // The phase's columns are stride apart, so along a run of them
             // the output column ow = (col + pad - st[j]) / stride steps by
@@ -247,7 +258,8 @@ void conv2d_backward_filter_emu(const ops::Conv2dShape& s, std::span<const float
                                 std::span<float> dw, const GemmPolicy& policy, CounterSet* counters) {
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d_backward_filter.x"));
-  const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "conv2d_backward_filter.dy"));
+  const std::vector<float> dyr =
+      quantized_copy(dy, policy.b_format(), site_counters(counters, "conv2d_backward_filter.dy"));
   const int P = s.p(), Q = s.q(), crs = static_cast<int>(s.forward_terms());
   const int npq = static_cast<int>(s.backward_filter_terms());
   const std::size_t pq = static_cast<std::size_t>(P) * Q;
@@ -259,7 +271,7 @@ void conv2d_backward_filter_emu(const ops::Conv2dShape& s, std::span<const float
   const std::vector<Window> wins = windows(s, 0, npq);
   // B = im2col(x)^T: row (image, oh, ow), column (ci, ri, si).
   blocked_gemm(
-      s.k, npq, crs, a, policy, sites_of(counters, policy, "conv2d_backward_filter", "dw"),
+      s.k, npq, crs, a, second_operand_first(policy), sites_of(counters, policy, "conv2d_backward_filter", "dw"),
       [&](int first, int width, float* out) {
         struct Tap {
           int ci, ri, si;

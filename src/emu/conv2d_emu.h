@@ -25,10 +25,10 @@
 // element's reduction or rounding.)
 //
 // Counter sites ("<op>" = conv2d, conv2d_backward_data, conv2d_backward_filter):
-//  - the inputs, each rounded ONCE to policy.input (not once per im2col
-//    copy): conv2d.x, conv2d.w; conv2d_backward_data.dy, .w;
-//    conv2d_backward_filter.x, .dy;
-//  - "<op>.accumulate" (fp16 accumulation only, as gemm.accumulate): one
+//  - the inputs, each rounded ONCE (not once per im2col copy), the first
+//    named to policy.input, the second to policy.b_format(): conv2d.x, .w;
+//    conv2d_backward_data.dy, .w; conv2d_backward_filter.x, .dy;
+//  - "<op>.accumulate" (fp16 and mma accumulation, as gemm.accumulate): with fp16 one
 //    element per term of every reduction. Taps that fall in the padding (or
 //    past dy's border in backward data) are terms with a zero product, as in
 //    an implicit GEMM that loads zeros there: they count as elements (exact,

@@ -18,6 +18,7 @@ Counters& Counters::operator+=(const Counters& o) {
   nan_created += o.nan_created;
   addends_nonzero += o.addends_nonzero;
   swamped += o.swamped;
+  truncated += o.truncated;
   return *this;
 }
 

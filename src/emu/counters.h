@@ -27,6 +27,7 @@ struct Counters {
   std::uint64_t nan_created = 0;        // NaN results from non-NaN exact values
   std::uint64_t addends_nonzero = 0;    // additions w + u that are updates (lost_update.h: is_update)
   std::uint64_t swamped = 0;            // ... whose result equals w: a lost update (is_lost_update)
+  std::uint64_t truncated = 0;          // tensor-core terms that lost bits to the alignment (mma_model.h)
 
   Counters& operator+=(const Counters& other);
   friend bool operator==(const Counters&, const Counters&) = default;

@@ -18,6 +18,7 @@ std::string_view to_string(Accumulation a) {
     case Accumulation::fp32: return "fp32";
     case Accumulation::fp16: return "fp16";
     case Accumulation::tensor_core: return "tensor-core";
+    case Accumulation::mma: return "mma";
   }
   return "?";
 }
@@ -166,6 +167,48 @@ void accumulate_tensor_core(const ops::GemmShape& s, std::span<const float> A, s
     }
 }
 
+// The instruction model with A's values in fa and B's in fb: the model itself, or with its operands swapped
+// when its a and b formats are B's and A's (a dot product does not depend on the order of its factors).
+struct MmaOperands {
+  const MmaModel* model;
+  bool swapped;
+};
+
+MmaOperands mma_operands(const GemmPolicy& p) {
+  if (!p.mma) throw std::invalid_argument("gemm: accumulate=mma needs the instruction's model (GemmPolicy::mma)");
+  const MmaModel& m = *p.mma;
+  if (formats::same_encoding(m.a, p.input) && formats::same_encoding(m.b, p.b_format())) return {&m, false};
+  if (formats::same_encoding(m.b, p.input) && formats::same_encoding(m.a, p.b_format())) return {&m, true};
+  throw std::invalid_argument("gemm: the tensor-core model " + m.name + " multiplies " + m.a.name + " by " + m.b.name +
+                              ", not " + p.input.name + " by " + p.b_format().name);
+}
+
+// Each output element as the model's chained instructions over A's row and B's column (as format bits,
+// zero-padded to a multiple of k), the result back to float.
+void accumulate_mma(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
+                    std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
+  const auto [m, swapped] = mma_operands(policy);
+  const formats::Format& fa = swapped ? m->b : m->a;  // the format of A's values
+  const formats::Format& fb = swapped ? m->a : m->b;
+  const std::size_t K = (static_cast<std::size_t>(s.k) + m->k - 1) / m->k * m->k;
+  std::vector<std::uint32_t> a_bits(K, 0), b_bits(K, 0);
+  formats::Flags exact;
+  const formats::RoundingContext rne{};
+  MmaCounts counts;
+  for (int i = 0; i < s.m; ++i) {
+    for (int kk = 0; kk < s.k; ++kk)
+      a_bits[static_cast<std::size_t>(kk)] = formats::from_float(fa, A[static_cast<std::size_t>(i) * s.k + kk], rne, exact);
+    for (int j = 0; j < s.n; ++j) {
+      for (int kk = 0; kk < s.k; ++kk)
+        b_bits[static_cast<std::size_t>(kk)] = formats::from_float(fb, B[static_cast<std::size_t>(kk) * s.n + j], rne, exact);
+      const std::uint32_t d = swapped ? mma_dot(*m, b_bits, a_bits, 0, policy.promotion_interval, &counts)
+                                      : mma_dot(*m, a_bits, b_bits, 0, policy.promotion_interval, &counts);
+      acc[static_cast<std::size_t>(i) * s.n + j] = formats::to_float(m->c, d, exact);
+    }
+  }
+  if (counters) mma_counters_into(counts, *counters);
+}
+
 // C = A B from operands in the input format (row-major, op applied),
 // accumulated under the policy and rounded to its output format.
 void multiply_rounded(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> c,
@@ -175,17 +218,29 @@ void multiply_rounded(const ops::GemmShape& s, std::span<const float> A, std::sp
     case Accumulation::fp32: accumulate_fp32(s, A, B, acc, policy); break;
     case Accumulation::fp16: accumulate_fp16(s, A, B, acc, policy, site_counters(counters, "gemm.accumulate")); break;
     case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
+    case Accumulation::mma: accumulate_mma(s, A, B, acc, policy, site_counters(counters, "gemm.accumulate")); break;
   }
   quantize(acc, c, QuantizeSpec{policy.output}, site_counters(counters, "gemm.c"));
 }
 
 }  // namespace
 
+void mma_counters_into(const MmaCounts& from, Counters& to) {
+  to.elements += from.roundings;
+  to.inexact += from.roundings_inexact;
+  to.overflow += from.overflows;
+  to.nan_created += from.nans;
+  to.addends_nonzero += from.terms;
+  to.truncated += from.terms_truncated;
+  to.swamped += from.terms_shifted_out;
+}
+
 void gemm_emu(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters) {
   s.check(a.size(), b.size(), c.size());
   const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site_counters(counters, "gemm.a"));
-  const std::vector<float> B = rounded_operand(b, s.k, s.n, s.transpose_b, policy.input, site_counters(counters, "gemm.b"));
+  const std::vector<float> B =
+      rounded_operand(b, s.k, s.n, s.transpose_b, policy.b_format(), site_counters(counters, "gemm.b"));
   multiply_rounded(s, A, B, c, policy, counters);
 }
 

@@ -3,10 +3,12 @@
 // format, counting what every rounding did. Same shape as refs::gemm_ref.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 
 #include "emu/counters.h"
+#include "emu/mma_model.h"
 #include "formats/format.h"
 #include "formats/rounding.h"
 #include "ops/gemm_shape.h"
@@ -25,6 +27,11 @@ enum class Accumulation {
   // term's leading bit, summed without normalising, and the sum rounded to
   // fp32 (toward zero on the hardware).
   tensor_core,
+  // A tensor-core instruction as the hardware computes it (emu/mma_presets.h: an architecture's GEMM
+  // instruction or a preset), chained along k in order, each result the next one's c, k padded with zero
+  // products to a multiple of the instruction's k; optionally promoted into fp32 every
+  // promotion_interval elements (emu/mma_model.h).
+  mma,
 };
 std::string_view to_string(Accumulation a);
 
@@ -35,20 +42,31 @@ struct TensorCoreModel {
 };
 
 struct GemmPolicy {
-  formats::Format input = formats::parse_format("fp16");
+  formats::Format input = formats::parse_format("fp16");  // A's format, and B's unless input_b is set
+  std::optional<formats::Format> input_b;                 // B's format (an E4M3 x E5M2 GEMM, ...)
   Accumulation accumulation = Accumulation::fp32;
   formats::Format output = formats::parse_format("fp32");
   TensorCoreModel tensor_core;
+  std::optional<MmaModel> mma;  // with Accumulation::mma: the instruction (its a and b formats: A's and B's)
+  int promotion_interval = 0;   // with Accumulation::mma: elements of k between fp32 promotions (0: none)
   // Use the AVX-512 tile kernels where the CPU has them (same results and
   // counts as the portable loops, element by element; false forces those).
   bool simd = true;
+
+  const formats::Format& b_format() const { return input_b ? *input_b : input; }
 };
 
 // Counter sites: "gemm.a" and "gemm.b" (input rounding), "gemm.accumulate"
-// (fp16 accumulation only: every step; swamping = a lost update of c by
-// a*b, emu/lost_update.h), "gemm.c" (output rounding).
+// (fp16 accumulation: every step; swamping = a lost update of c by a*b,
+// emu/lost_update.h; mma: every instruction's terms and rounding, see
+// mma_counters_into), "gemm.c" (output rounding).
 void gemm_emu(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters = nullptr);
+
+// A tensor-core model's counts as a counter site's: elements = instruction roundings, inexact, overflow,
+// nan_created; addends_nonzero = non-zero terms aligned, truncated = terms that lost bits to the alignment,
+// swamped = terms that lost every bit (a lost update of the sum by that term).
+void mma_counters_into(const MmaCounts& from, Counters& to);
 
 // gemm_emu for operands that already hold values of policy.input (rounded
 // once by the caller, e.g. copies of a rounded tensor, zeros included) in

@@ -1,4 +1,5 @@
 // `ops --op gemm`: refs::gemm_ref, emu::gemm_emu and gpu::gemm_gpu (cuBLAS).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -6,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/ops/gemm_policy_option.h"
 #include "cli/ops/ops_registry.h"
+#include "emu/quantize.h"
 #include "gpu/gemm_gpu.h"
 #include "refs/gemm_ref.h"
 
@@ -15,6 +17,7 @@ namespace {
 
 std::optional<gpu::GemmCompute> gpu_compute_for(const emu::GemmPolicy& p) {
   const std::string in = p.input.name;
+  if (p.b_format().name != in) return std::nullopt;  // cuBLAS's types here take A and B in one format
   const bool fp32_acc = p.accumulation != emu::Accumulation::fp16;
   if (in == "fp16") return fp32_acc ? gpu::GemmCompute::fp16_fp32_accumulate : gpu::GemmCompute::fp16_fp16_accumulate;
   if (in == "bf16" && fp32_acc) return gpu::GemmCompute::bf16_fp32_accumulate;
@@ -30,17 +33,21 @@ OpResult run_gemm(const OpArgs& args, std::vector<Side> sides) {
                               whole_number(args.shape, "ta", "--shape", 0) != 0,
                               whole_number(args.shape, "tb", "--shape", 0) != 0};
   if (shape.m == 0 || shape.n == 0 || shape.k == 0) throw UsageError("--shape: m, n and k must be at least 1");
-  check_keys(args.policy, {"input", "accumulate", "output", "block", "extra", "tc-rounding"}, "--policy");
+  check_keys(args.policy, {"input", "input-b", "accumulate", "promotion", "output", "block", "extra", "tc-rounding"},
+             "--policy");
   const emu::GemmPolicy policy = gemm_policy_option(args.policy);
 
   std::mt19937_64 rng(args.seed);
   const auto a = normal_inputs(shape.a_size(), rng, 1.0), b = normal_inputs(shape.b_size(), rng, 1.0);
+  // The reference multiplies the operands as the emulator sees them, rounded to their formats, so that the
+  // two differ only by the accumulation and the output rounding: an accumulation model that is off shows.
+  const std::vector<float> aq = emu::quantized_copy(a, policy.input), bq = emu::quantized_copy(b, policy.b_format());
   OpResult r;
   r.tensors = {{"c", policy.output}};
   size_outputs(sides, {shape.c_size()});
   for (Side& side : sides) {
     if (side.name == "ref") {
-      refs::gemm_ref(shape, a, b, side.out[0]);
+      refs::gemm_ref(shape, aq, bq, side.out[0]);
       side.ran = true;
     } else if (side.name == "emu") {
       emu::gemm_emu(shape, a, b, side.out[0], policy, &r.counters);
@@ -53,27 +60,31 @@ OpResult run_gemm(const OpArgs& args, std::vector<Side> sides) {
   }
   r.sides = std::move(sides);
 
-  // Each side is within its own bound of the exact product (input rounding
-  // 2 u_in, accumulation gamma_k(u_acc), output rounding u_out, relative to
-  // || |A||B| ||), so two sides are within the sum of their bounds; the
-  // reference's bound is gamma_k(2^-24). gamma_k exists only while k u < 1;
-  // past that (fp16 accumulation of 2048+ terms) there is no a priori bound.
-  const double condition = refs::gemm_condition(shape, a, b);
+  // Each side is within its own bound of the exact product of the rounded operands, relative to
+  // || |A||B| ||: the reference (FP64, rounded once to fp32) 2^-24; the emulator gamma_k(u_acc) + u_out; the
+  // GPU, which rounds its own operands (tf32 by truncation), 2 u_in more. Two sides are within the sum of
+  // their bounds. gamma_k exists only while k u < 1; past that (fp16 accumulation of 2048+ terms) there is
+  // no a priori bound.
+  const double condition = refs::gemm_condition(shape, aq, bq);
   const double u_acc = accumulation_unit_roundoff(policy);
   auto gamma_or_infinity = [k = shape.k](double u) { return k * u < 1 ? compare::gamma(k, u) : INFINITY; };
-  auto side_bound = [=, in = policy.input, out = policy.output](const std::string& name) {
-    if (name == "ref") return gamma_or_infinity(0x1p-24);
-    return 2 * in.unit_roundoff() + gamma_or_infinity(u_acc) + out.unit_roundoff();
+  const double u_in = std::max(policy.input.unit_roundoff(), policy.b_format().unit_roundoff());
+  auto side_bound = [=, out = policy.output](const std::string& name) {
+    if (name == "ref") return 0x1p-24;
+    return (name == "gpu" ? 2 * u_in : 0.0) + gamma_or_infinity(u_acc) + out.unit_roundoff();
   };
   r.tolerance = [=](std::size_t, const std::string& x, const std::string& y) {
     return compare::Tolerance::normwise((side_bound(x) + side_bound(y)) * condition,
-                                        "sum of both sides' bounds (2u_in + gamma_k(u_acc) + u_out) "
-                                        "times || |A||B| ||_F / ||C||_F");
+                                        "sum of both sides' bounds from the exact product of the rounded operands "
+                                        "(ref 2^-24; emu gamma_k(u_acc) + u_out; gpu 2u_in more) times "
+                                        "|| |A||B| ||_F / ||C||_F");
   };
   char title[256];
-  std::snprintf(title, sizeof title, "op gemm  m=%d n=%d k=%d%s%s  policy input=%s accumulate=%s output=%s", shape.m,
-                shape.n, shape.k, shape.transpose_a ? " ta" : "", shape.transpose_b ? " tb" : "",
-                policy.input.name.c_str(), std::string(emu::to_string(policy.accumulation)).c_str(),
+  const std::string accumulation =
+      policy.accumulation == emu::Accumulation::mma ? policy.mma->name : std::string(emu::to_string(policy.accumulation));
+  std::snprintf(title, sizeof title, "op gemm  m=%d n=%d k=%d%s%s  policy input=%s input-b=%s accumulate=%s output=%s",
+                shape.m, shape.n, shape.k, shape.transpose_a ? " ta" : "", shape.transpose_b ? " tb" : "",
+                policy.input.name.c_str(), policy.b_format().name.c_str(), accumulation.c_str(),
                 policy.output.name.c_str());
   r.title = title;
   r.shape = {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}, {"ta", shape.transpose_a}, {"tb", shape.transpose_b}};

@@ -1,19 +1,54 @@
 #include "cli/ops/gemm_policy_option.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "cli/commands.h"
+#include "emu/mma_presets.h"
 
 namespace mpverify::cli::ops {
+
+namespace {
+
+// accumulate=ARCHITECTURE (the architecture's GEMM instruction for the input formats, fp32 accumulator) or
+// accumulate=PRESET (emu/mma_presets.h), whose operand formats must be the policy's.
+emu::GemmPolicy with_mma(emu::GemmPolicy policy, const std::string& name) {
+  static const formats::Format fp32 = formats::parse_format("fp32");
+  try {
+    const bool preset = name.find('.') != std::string::npos;
+    const emu::MmaModel& m = preset ? emu::mma_preset(name)
+                                    : emu::mma_for_architecture(name, policy.input, policy.b_format(), fp32);
+    policy.accumulation = emu::Accumulation::mma;
+    policy.mma = m;
+    const bool same = formats::same_encoding(m.a, policy.input) && formats::same_encoding(m.b, policy.b_format());
+    const bool swapped = formats::same_encoding(m.b, policy.input) && formats::same_encoding(m.a, policy.b_format());
+    if (!same && !swapped)
+      throw UsageError("--policy: accumulate=" + name + " multiplies " + m.a.name + " by " + m.b.name + ", but the "
+                       "inputs are " + policy.input.name + " and " + policy.b_format().name + " (set input= and input-b=)");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--policy: accumulate=") + name + ": expected fp32, fp16, tensor-core, an "
+                     "architecture (volta, turing, ampere, ada, hopper, blackwell) or a preset (mpverify eval --op "
+                     "dot --list): " + e.what());
+  }
+  return policy;
+}
+
+}  // namespace
 
 emu::GemmPolicy gemm_policy_option(const KeyValues& kv) {
   emu::GemmPolicy policy;
   policy.input = format_option(kv, "input", "--policy", policy.input);
+  if (kv.contains("input-b")) policy.input_b = format_option(kv, "input-b", "--policy", policy.input);
   policy.output = format_option(kv, "output", "--policy", policy.output);
   if (auto it = kv.find("accumulate"); it != kv.end()) {
     if (it->second == "fp32") policy.accumulation = emu::Accumulation::fp32;
     else if (it->second == "fp16") policy.accumulation = emu::Accumulation::fp16;
     else if (it->second == "tensor-core") policy.accumulation = emu::Accumulation::tensor_core;
-    else throw UsageError("--policy: accumulate=" + it->second + ": expected fp32, fp16 or tensor-core");
+    else policy = with_mma(policy, it->second);
   }
+  policy.promotion_interval = whole_number(kv, "promotion", "--policy", 0);
+  if (policy.promotion_interval != 0 && policy.accumulation != emu::Accumulation::mma)
+    throw UsageError("--policy: promotion=N needs accumulate=ARCHITECTURE or a tensor-core preset");
   policy.tensor_core.block_size = whole_number(kv, "block", "--policy", policy.tensor_core.block_size);
   policy.tensor_core.extra_bits = whole_number(kv, "extra", "--policy", policy.tensor_core.extra_bits);
   if (policy.tensor_core.block_size < 1) throw UsageError("--policy: block must be at least 1");
@@ -27,6 +62,7 @@ emu::GemmPolicy gemm_policy_option(const KeyValues& kv) {
 
 nlohmann::json to_json(const emu::GemmPolicy& policy) {
   nlohmann::json j = {{"input", policy.input.name},
+                      {"input-b", policy.b_format().name},
                       {"accumulate", std::string(emu::to_string(policy.accumulation))},
                       {"output", policy.output.name}};
   if (policy.accumulation == emu::Accumulation::tensor_core) {
@@ -34,13 +70,29 @@ nlohmann::json to_json(const emu::GemmPolicy& policy) {
     j["extra"] = policy.tensor_core.extra_bits;
     j["tc-rounding"] = policy.tensor_core.rounding == formats::Rounding::toward_zero ? "rtz" : "rne";
   }
+  if (policy.accumulation == emu::Accumulation::mma) {
+    j["mma"] = policy.mma->name;
+    j["promotion"] = policy.promotion_interval;
+  }
   return j;
+}
+
+// A fused operation's error is below (k + 1) terms' truncations of at most 2^(E - F) each, where 2^E is at
+// most the largest term's magnitude, plus the output rounding toward zero (below one ulp: 2^-23 relative for
+// fp32, 2^-13 for E8M13) or to nearest (2^-11 for fp16). Spread over the k steps of gamma_k, per step:
+// 2^-F (k + 1) / k <= 2^(1 - F), plus the output's share; the larger of the two, doubled, bounds both.
+double mma_unit_roundoff(const emu::MmaModel& m) {
+  const double out = m.output == emu::MmaOutput::fp16_nearest_even   ? 0x1p-11
+                     : m.output == emu::MmaOutput::e8m13_toward_zero ? 0x1p-13
+                                                                     : 0x1p-23;
+  return 2 * std::max(std::ldexp(1.0, 1 - m.fraction_bits), out);
 }
 
 double accumulation_unit_roundoff(const emu::GemmPolicy& policy) {
   switch (policy.accumulation) {
     case emu::Accumulation::fp16: return 0x1p-11;
     case emu::Accumulation::tensor_core: return 0x1p-21;
+    case emu::Accumulation::mma: return mma_unit_roundoff(*policy.mma);
     case emu::Accumulation::fp32: break;
   }
   return 0x1p-24;
