@@ -37,6 +37,28 @@ TEST(OpsCli, GemmJsonHasSidesPairsAndCounters) {
   EXPECT_EQ(j["counters"]["gemm.a"]["elements"], 9 * 33);
 }
 
+TEST(OpsCli, GemmUnderATensorCoreInstructionWithTwoOperandFormats) {
+  const auto r = run_command(ops("--op gemm --shape m=4,n=5,k=40 --backends ref,emu --json "
+                                 "--policy input=fp8-e4m3,input-b=fp8-e5m2,accumulate=hopper,promotion=64"), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["policy"]["mma"], "sm90.wgmma.k32.f32.e4m3.e5m2");  // Hopper's FP8 GEMM instruction, A x B
+  EXPECT_EQ(j["policy"]["input-b"], "fp8-e5m2");
+  EXPECT_EQ(j["policy"]["promotion"], 64);
+  // k = 40 is padded to two instructions of 32 per output: 4 * 5 * 2 roundings.
+  EXPECT_EQ(j["counters"]["gemm.accumulate"]["elements"], 40);
+  EXPECT_GT(j["counters"]["gemm.accumulate"]["truncated"].get<int>(), 0);  // F = 13 drops bits of most terms
+  EXPECT_EQ(j["counters"]["gemm.b"]["elements"], 40 * 5);
+  EXPECT_TRUE(j["pairs"][0]["passed"].get<bool>()) << j["pairs"][0].dump();
+  for (const char* bad : {"input=fp8-e4m3,accumulate=ampere",  // Ampere has no FP8 instruction
+                          "input=fp16,promotion=128",          // promotion needs an instruction model
+                          "input=bf16,accumulate=sm80.mma.m16n8k16.f32.f16", "input=fp16,accumulate=pascal"}) {
+    const auto e = run_command(ops(std::string("--op gemm --shape m=2,n=2,k=32 --policy ") + bad), "");
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_EQ(e.out, "") << bad;
+  }
+}
+
 TEST(OpsCli, ActivationsForwardAndBackward) {
   for (const char* op : {"relu", "leaky-relu", "tanh", "sigmoid", "tanh-backward", "sigmoid-backward"}) {
     const auto r = run_command(ops(std::string("--op ") + op + " --shape n=3000 --json"), "");

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nn/policies.h"
 #include "training/recipe.h"
 #include "training/unscale.h"
 
@@ -69,10 +70,14 @@ TEST(Recipe, Bf16VariantsSwapTheLowFormat) {
   EXPECT_EQ(parse_recipe("bf16-pure").precision.master, bf16);
 }
 
-TEST(Recipe, Fp8UsesE4m3ForwardE5m2BackwardWithScaling) {
+TEST(Recipe, Fp8UsesOcpE4m3ForwardE5m2BackwardWithScaling) {
   const auto r = parse_recipe("fp8");
-  EXPECT_EQ(r.precision.matmul_forward, parse_format("e4m3"));
-  EXPECT_EQ(r.precision.matmul_backward, parse_format("e5m2"));
+  // OCP FP8 as the GPUs implement it: E4M3 "fn" (max 448, not the IEEE-like e4m3's 240), E5M2; the casts
+  // saturate as CUDA's __nv_fp8_e4m3(float) does (cuda_fp8.hpp, __NV_SATFINITE).
+  EXPECT_EQ(r.precision.matmul_forward, parse_format("fp8-e4m3:saturate"));
+  EXPECT_EQ(r.precision.matmul_forward.max_finite(), 448.0);
+  EXPECT_EQ(r.precision.matmul_forward.overflow, mpverify::formats::Overflow::saturate);
+  EXPECT_EQ(r.precision.matmul_backward, parse_format("fp8-e5m2:saturate"));
   EXPECT_EQ(r.precision.activations, bf16);
   EXPECT_EQ(r.operand_scaling, OperandScaling::current);
   EXPECT_EQ(parse_recipe("fp8:fp8_scaling=delayed").operand_scaling, OperandScaling::delayed);
@@ -96,6 +101,38 @@ TEST(Recipe, KeysSetSingleRolesAndAccumulation) {
   EXPECT_EQ(r.precision.matmul_forward, fp16);
 }
 
+TEST(Recipe, Fp8BackwardGemmsMultiplyAnE5m2GradientByE4m3) {
+  // Transformer Engine's HYBRID: a backward GEMM's gradient operand is E5M2, the weight or activation E4M3.
+  using mpverify::nn::GradientOperand;
+  using mpverify::nn::Pass;
+  const auto p = parse_recipe("fp8").precision;
+  const auto e4m3 = parse_format("fp8-e4m3:saturate"), e5m2 = parse_format("fp8-e5m2:saturate");
+  const auto forward = mpverify::nn::matmul_policy(p, Pass::forward);
+  EXPECT_EQ(forward.input, e4m3);
+  EXPECT_EQ(forward.b_format(), e4m3);
+  const auto data = mpverify::nn::matmul_policy(p, Pass::backward, GradientOperand::first);
+  EXPECT_EQ(data.input, e5m2);
+  EXPECT_EQ(data.b_format(), e4m3);
+  const auto filter = mpverify::nn::matmul_policy(p, Pass::backward, GradientOperand::second);
+  EXPECT_EQ(filter.input, e4m3);
+  EXPECT_EQ(filter.b_format(), e5m2);
+  // o2's backward GEMMs keep one format.
+  EXPECT_FALSE(mpverify::nn::matmul_policy(parse_recipe("o2").precision, Pass::backward).input_b.has_value());
+}
+
+TEST(Recipe, AccumulationAsAnArchitecturesTensorCores) {
+  using mpverify::nn::GradientOperand;
+  using mpverify::nn::Pass;
+  const auto p = parse_recipe("fp8:accumulation=hopper,promotion=128").precision;
+  const auto data = mpverify::nn::matmul_policy(p, Pass::backward, GradientOperand::first);
+  EXPECT_EQ(data.accumulation, mpverify::emu::Accumulation::mma);
+  EXPECT_EQ(data.mma->name, "sm90.wgmma.k32.f32.e5m2.e4m3");
+  EXPECT_EQ(data.promotion_interval, 128);
+  EXPECT_EQ(mpverify::nn::matmul_policy(p, Pass::forward).mma->name, "sm90.wgmma.k32.f32.e4m3");
+  EXPECT_EQ(mpverify::nn::matmul_policy(parse_recipe("bf16-o2:accumulation=ampere").precision, Pass::forward).mma->name,
+            "sm80.mma.m16n8k16.f32.bf16");
+}
+
 void expect_error(const std::string& text, const std::string& fragment) {
   try {
     parse_recipe(text);
@@ -113,6 +150,8 @@ TEST(Recipe, BadTextIsRefusedWithTheReason) {
   expect_error("o2:low=fp17", "key low");
   expect_error("fp32:low=bf16", "low= applies to the mixed recipes");
   expect_error("o2:accumulation=fp64", "accumulation must be");
+  expect_error("o2:accumulation=pascal", "an architecture (volta, turing, ampere, ada, hopper, blackwell)");
+  expect_error("fp8:promotion=-1", "promotion must be");
 }
 
 // Unscaling: a multiplication by the fp32 inverse, a division for keras;

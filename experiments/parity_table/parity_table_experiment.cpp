@@ -518,9 +518,11 @@ void what_ran_section(const ParityTableConfig& c, const ParityTableResult& resul
     else if (row.recipe == "bf16-o2") md += ": o2 with bf16 instead of fp16, no loss scaling (bf16 keeps fp32's exponent range, and PyTorch's bf16 autocast runs without a GradScaler)";
     else if (row.recipe == "bf16-o1") md += ": o1 with bf16 instead of fp16, no loss scaling";
     else if (row.recipe == "fp8")
-      md += ": GEMM and convolution operands in E4M3 (forward) and E5M2 (backward) with per-tensor current scaling "
+      md += ": GEMM and convolution operands in OCP E4M3 forward and, backward, an E5M2 gradient times an E4M3 "
+            "weight or activation (Transformer Engine's HYBRID), saturating casts, per-tensor current scaling "
             "(the recipe's default), activations bf16, fp32 master weights; no loss scale (the operand scales "
-            "keep gradients in range)";
+            "keep gradients in range). Earlier versions of this table ran an IEEE-like E4M3 with a largest value "
+            "of 240, which no GPU implements, and E5M2 for both backward operands";
     md += ".\n";
   }
   md += "- Seeds 1–" + std::to_string(c.seeds) + " on every side: a seed fixes the initial weights and the order of "

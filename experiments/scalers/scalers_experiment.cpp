@@ -87,10 +87,10 @@ std::vector<StrategySpec> fp16_strategies(const ScalersConfig& c) {
 
 std::vector<StrategySpec> fp8_strategies() {
   return {
-      {"fp8-delayed", "fp8, delayed scaling", "fp8:fp8_scaling=delayed", "none", {}},
+      {"fp8-delayed-nonsaturating", "fp8, delayed scaling, casts without saturation",
+       "fp8:fp8_scaling=delayed,matmul_forward=fp8-e4m3,matmul_backward=fp8-e5m2", "none", {}},
       {"fp8-current", "fp8, current scaling", "fp8:fp8_scaling=current", "none", {}},
-      {"fp8-delayed-saturating", "fp8, delayed scaling, saturating casts",
-       "fp8:fp8_scaling=delayed,matmul_forward=e4m3:saturate,matmul_backward=e5m2:saturate", "none", {}},
+      {"fp8-delayed", "fp8, delayed scaling (saturating casts)", "fp8:fp8_scaling=delayed", "none", {}},
       {"fp8-unscaled", "fp8, no operand scaling", "fp8:fp8_scaling=none", "none", {}},
   };
 }

@@ -41,7 +41,7 @@ nlohmann::json counters_json(const emu::Counters& c) {
           {"underflow", c.underflow},       {"underflow_to_zero", c.underflow_to_zero},
           {"subnormal", c.subnormal},       {"overflow", c.overflow},
           {"nan_created", c.nan_created},   {"addends_nonzero", c.addends_nonzero},
-          {"swamped", c.swamped}};
+          {"swamped", c.swamped},           {"truncated", c.truncated}};
 }
 
 int report(const std::string& op, const OpResult& r, std::uint64_t seed, bool json) {

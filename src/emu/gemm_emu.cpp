@@ -177,8 +177,8 @@ struct MmaOperands {
 MmaOperands mma_operands(const GemmPolicy& p) {
   if (!p.mma) throw std::invalid_argument("gemm: accumulate=mma needs the instruction's model (GemmPolicy::mma)");
   const MmaModel& m = *p.mma;
-  if (formats::same_encoding(m.a, p.input) && formats::same_encoding(m.b, p.b_format())) return {&m, false};
-  if (formats::same_encoding(m.b, p.input) && formats::same_encoding(m.a, p.b_format())) return {&m, true};
+  if (formats::same_values(m.a, p.input) && formats::same_values(m.b, p.b_format())) return {&m, false};
+  if (formats::same_values(m.b, p.input) && formats::same_values(m.a, p.b_format())) return {&m, true};
   throw std::invalid_argument("gemm: the tensor-core model " + m.name + " multiplies " + m.a.name + " by " + m.b.name +
                               ", not " + p.input.name + " by " + p.b_format().name);
 }
@@ -191,21 +191,24 @@ void accumulate_mma(const ops::GemmShape& s, std::span<const float> A, std::span
   const formats::Format& fa = swapped ? m->b : m->a;  // the format of A's values
   const formats::Format& fb = swapped ? m->a : m->b;
   const std::size_t K = (static_cast<std::size_t>(s.k) + m->k - 1) / m->k * m->k;
-  std::vector<std::uint32_t> a_bits(K, 0), b_bits(K, 0);
+  // A's rows and B's columns as format bits, once: row i of A at [i K, (i + 1) K), column j of B likewise.
+  std::vector<std::uint32_t> a_bits(static_cast<std::size_t>(s.m) * K, 0), b_bits(static_cast<std::size_t>(s.n) * K, 0);
   formats::Flags exact;
   const formats::RoundingContext rne{};
-  MmaCounts counts;
-  for (int i = 0; i < s.m; ++i) {
+  for (int i = 0; i < s.m; ++i)
     for (int kk = 0; kk < s.k; ++kk)
-      a_bits[static_cast<std::size_t>(kk)] = formats::from_float(fa, A[static_cast<std::size_t>(i) * s.k + kk], rne, exact);
+      a_bits[i * K + kk] = formats::from_float(fa, A[static_cast<std::size_t>(i) * s.k + kk], rne, exact);
+  for (int kk = 0; kk < s.k; ++kk)
+    for (int j = 0; j < s.n; ++j)
+      b_bits[j * K + kk] = formats::from_float(fb, B[static_cast<std::size_t>(kk) * s.n + j], rne, exact);
+  MmaCounts counts;
+  for (int i = 0; i < s.m; ++i)
     for (int j = 0; j < s.n; ++j) {
-      for (int kk = 0; kk < s.k; ++kk)
-        b_bits[static_cast<std::size_t>(kk)] = formats::from_float(fb, B[static_cast<std::size_t>(kk) * s.n + j], rne, exact);
-      const std::uint32_t d = swapped ? mma_dot(*m, b_bits, a_bits, 0, policy.promotion_interval, &counts)
-                                      : mma_dot(*m, a_bits, b_bits, 0, policy.promotion_interval, &counts);
+      const std::span<const std::uint32_t> row(&a_bits[i * K], K), column(&b_bits[j * K], K);
+      const std::uint32_t d = swapped ? mma_dot(*m, column, row, 0, policy.promotion_interval, &counts)
+                                      : mma_dot(*m, row, column, 0, policy.promotion_interval, &counts);
       acc[static_cast<std::size_t>(i) * s.n + j] = formats::to_float(m->c, d, exact);
     }
-  }
   if (counters) mma_counters_into(counts, *counters);
 }
 

@@ -4,6 +4,10 @@
 #include "emu/mma_model.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -28,22 +32,29 @@ const formats::Format& e8m13() {
 bool is_fp32(const formats::Format& f) { return f.exponent_bits == 8 && f.mantissa_bits == 23; }
 bool is_fp16(const formats::Format& f) { return f.exponent_bits == 5 && f.mantissa_bits == 10 && f.bias == 15; }
 
-// A term: (-1)^negative * magnitude * 2^(exponent - scale), where magnitude / 2^scale is the significand.
+// A term: (-1)^negative * magnitude * 2^(exponent - scale), where magnitude / 2^scale is the significand;
+// an operand that is NaN or infinite says so instead.
 struct Term {
   bool negative = false;
   std::uint64_t magnitude = 0;
   int scale = 0;
   int exponent = 0;
+  bool nan = false, infinite = false;
+
+  bool zero() const { return !nan && !infinite && magnitude == 0; }
 };
 
 // An operand's significand (times 2^23, so every format of at most 24 bits of precision gives an integer)
 // and exponent, as MMA-Sim's extract_significand_exponent: a subnormal keeps the format's minimum normal
 // exponent, a zero gets exponent -126 whatever its format.
 Term split(const formats::Format& f, std::uint32_t bits) {
-  const double v = formats::to_double(f, bits);
   Term t;
-  t.negative = std::signbit(v);
+  t.negative = formats::sign_bit(f, bits);
   t.scale = 23;
+  t.nan = formats::is_nan(f, bits);
+  t.infinite = formats::is_infinity(f, bits);
+  const double v = formats::to_double(f, bits);
+  if (t.nan || t.infinite) return t;
   if (v == 0.0) {
     t.exponent = -126;
     return t;
@@ -60,28 +71,47 @@ Term split(const formats::Format& f, std::uint32_t bits) {
   return t;
 }
 
-Term product(const formats::Format& fa, std::uint32_t a, const formats::Format& fb, std::uint32_t b) {
-  const Term x = split(fa, a), y = split(fb, b);
-  return {x.negative != y.negative, x.magnitude * y.magnitude, 46, x.exponent + y.exponent};
+// split() of every encoding of a format of at most 16 bits, built once per format: a GEMM decodes each
+// operand once per output element it feeds. nullptr for wider formats (split() then).
+const Term* split_table(const formats::Format& f) {
+  if (f.width() > 16) return nullptr;
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int, bool, int>, std::vector<Term>> tables;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& table = tables[{f.exponent_bits, f.mantissa_bits, f.bias, f.subnormals, static_cast<int>(f.encoding)}];
+  if (table.empty())
+    for (std::uint32_t bits = 0; bits < (1u << f.width()); ++bits) table.push_back(split(f, bits));
+  return table.data();
 }
+
+// The decoders of one model's three operands.
+struct Decoders {
+  const Term* a;
+  const Term* b;
+  const Term* c;
+
+  explicit Decoders(const MmaModel& m) : a(split_table(m.a)), b(split_table(m.b)), c(split_table(m.c)) {}
+  static Term of(const Term* table, const formats::Format& f, std::uint32_t bits) {
+    return table ? table[bits] : split(f, bits);
+  }
+};
 
 enum class Special : std::uint8_t { none, nan, positive_infinity, negative_infinity };
 
-// NaN and infinity as MMA-Sim decides them: from the FP64 sum of the exact products and c.
-Special special_of(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
-                   std::uint32_t c) {
+// NaN and infinity as MMA-Sim decides them: from the FP64 sum of the exact products and c (a product of
+// finite operands is finite in FP64).
+Special special_of(std::span<const Term> a, std::span<const Term> b, const Term& c) {
   bool nan = false, plus = false, minus = false;
   auto infinite_term = [&](bool negative) { (negative ? minus : plus) = true; };
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (formats::is_nan(m.a, a[i]) || formats::is_nan(m.b, b[i])) {
-      nan = true;
-    } else if (formats::is_infinity(m.a, a[i]) || formats::is_infinity(m.b, b[i])) {
-      if (formats::is_zero(m.a, a[i]) || formats::is_zero(m.b, b[i])) nan = true;  // inf * 0
-      else infinite_term(formats::sign_bit(m.a, a[i]) != formats::sign_bit(m.b, b[i]));
+    if (a[i].nan || b[i].nan) nan = true;
+    else if (a[i].infinite || b[i].infinite) {
+      if (a[i].zero() || b[i].zero()) nan = true;  // inf * 0
+      else infinite_term(a[i].negative != b[i].negative);
     }
   }
-  if (formats::is_nan(m.c, c)) nan = true;
-  else if (formats::is_infinity(m.c, c)) infinite_term(formats::sign_bit(m.c, c));
+  if (c.nan) nan = true;
+  else if (c.infinite) infinite_term(c.negative);
   if (nan || (plus && minus)) return Special::nan;
   if (plus) return Special::positive_infinity;
   if (minus) return Special::negative_infinity;
@@ -143,23 +173,31 @@ std::uint32_t round_output(const MmaModel& m, std::int64_t sum, int exponent, Mm
   return bits;
 }
 
-// One fused dot-add over a.size() products and c.
-std::uint32_t fused_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
-                            std::uint32_t c, MmaCounts& counts) {
-  if (const Special s = special_of(m, a, b, c); s != Special::none) {
+// One fused dot-add over a.size() (at most 256) products and c.
+std::uint32_t fused_dot_add(const MmaModel& m, const Decoders& d, std::span<const std::uint32_t> a,
+                            std::span<const std::uint32_t> b, std::uint32_t c, MmaCounts& counts) {
+  std::array<Term, 256> ta, tb;
+  const std::size_t n = a.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    ta[i] = Decoders::of(d.a, m.a, a[i]);
+    tb[i] = Decoders::of(d.b, m.b, b[i]);
+  }
+  const Term tc = Decoders::of(d.c, m.c, c);
+  if (const Special s = special_of(std::span(ta).first(n), std::span(tb).first(n), tc); s != Special::none) {
     ++counts.roundings;
     if (s == Special::nan) ++counts.nans;
     return special_bits(m.c, s);
   }
-  std::vector<Term> terms;
-  terms.reserve(a.size() + 1);
-  terms.push_back(split(m.c, c));
-  for (std::size_t i = 0; i < a.size(); ++i) terms.push_back(product(m.a, a[i], m.b, b[i]));
-  const int E = std::max_element(terms.begin(), terms.end(), [](const Term& x, const Term& y) {
-                  return x.exponent < y.exponent;
-                })->exponent;
+  std::array<Term, 257> terms;
+  terms[0] = tc;
+  int E = tc.exponent;
+  for (std::size_t i = 0; i < n; ++i) {
+    terms[i + 1] = {ta[i].negative != tb[i].negative, ta[i].magnitude * tb[i].magnitude, 46,
+                    ta[i].exponent + tb[i].exponent};
+    E = std::max(E, terms[i + 1].exponent);
+  }
   std::int64_t sum = 0;
-  for (const Term& t : terms) sum += aligned(t, E, m.fraction_bits, counts);
+  for (std::size_t i = 0; i <= n; ++i) sum += aligned(terms[i], E, m.fraction_bits, counts);
   return round_output(m, sum, E - m.fraction_bits, counts);
 }
 
@@ -176,8 +214,9 @@ std::uint32_t fp8_through_fp16(const MmaModel& m, std::span<const std::uint32_t>
     a16[group].push_back(formats::convert(m.a, a[i], fp16, {}, exact));
     b16[group].push_back(formats::convert(m.b, b[i], fp16, {}, exact));
   }
-  const std::uint32_t first = fused_dot_add(hmma, a16[0], b16[0], 0, counts);
-  const std::uint32_t partial = fused_dot_add(hmma, a16[1], b16[1], first, counts);
+  const Decoders fp16_decoders(hmma);
+  const std::uint32_t first = fused_dot_add(hmma, fp16_decoders, a16[0], b16[0], 0, counts);
+  const std::uint32_t partial = fused_dot_add(hmma, fp16_decoders, a16[1], b16[1], first, counts);
   formats::Flags flags;
   const std::uint32_t d = formats::add(fp32(), c, partial, {}, flags);  // FADD: to nearest-even
   ++counts.roundings;
@@ -224,10 +263,11 @@ std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, s
   MmaCounts local;
   MmaCounts& n = counts ? *counts : local;
   if (m.fp8_through_fp16) return fp8_through_fp16(m, a, b, c, n);
-  if (!m.split_halves) return fused_dot_add(m, a, b, c, n);
+  const Decoders d(m);
+  if (!m.split_halves) return fused_dot_add(m, d, a, b, c, n);
   const std::size_t h = a.size() / 2;
-  const std::uint32_t first = fused_dot_add(m, a.first(h), b.first(h), c, n);
-  return fused_dot_add(m, a.subspan(h), b.subspan(h), first, n);
+  const std::uint32_t first = fused_dot_add(m, d, a.first(h), b.first(h), c, n);
+  return fused_dot_add(m, d, a.subspan(h), b.subspan(h), first, n);
 }
 
 std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,

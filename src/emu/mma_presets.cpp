@@ -143,7 +143,9 @@ const MmaModel& mma_for_architecture(std::string_view arch_name, const formats::
   const std::string prefix = std::string(arch->sm) + "." + arch->main + ".";
   const MmaModel* best = nullptr;
   for (const MmaModel& m : mma_presets()) {
-    if (!m.name.starts_with(prefix) || !(m.a == a) || !(m.b == b) || !(m.c == c)) continue;
+    if (!m.name.starts_with(prefix) || !formats::same_values(m.a, a) || !formats::same_values(m.b, b) ||
+        !formats::same_values(m.c, c))
+      continue;
     if (!best || m.k > best->k) best = &m;
   }
   if (!best)

@@ -171,6 +171,11 @@ std::string_view to_string(Overflow o) {
   return "?";
 }
 
+bool same_values(const Format& a, const Format& b) {
+  return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
+         a.subnormals == b.subnormals && a.encoding == b.encoding;
+}
+
 bool same_encoding(const Format& a, const Format& b) {
   return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
          a.subnormals == b.subnormals && a.encoding == b.encoding && a.overflow == b.overflow;

@@ -91,6 +91,10 @@ struct Format {
 // name is not looked at (operator== compares it too): a custom e5m10 is fp16.
 bool same_encoding(const Format& a, const Format& b);
 
+// The same values under the same bits (same_encoding but for what rounding does on overflow): what an
+// operand's format must be for a tensor-core instruction that reads it.
+bool same_values(const Format& a, const Format& b);
+
 // Named presets: fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz,
 // fp8-e5m2fnuz.
 const std::vector<Format>& presets();

@@ -70,7 +70,9 @@ Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   }
   w_.grad.assign(w_.size(), 0.0f);
   const ScaledOperand xs(ctx, name() + ".x", x_.span());
-  ctx.backend().conv2d_backward_filter(shape, xs.values(), dys.values(), w_.grad, policy, ctx.counters());
+  ctx.backend().conv2d_backward_filter(shape, xs.values(), dys.values(), w_.grad,
+                                      matmul_policy(ctx.precision(), Pass::backward, GradientOperand::second),
+                                      ctx.counters());
   unscale_result(xs, dys, w_.grad);
   ctx.store(name(), "dw", Role::weight_grad, w_.grad);
   b_.grad.assign(b_.size(), 0.0f);

@@ -1,12 +1,24 @@
 #include "nn/policies.h"
 
+#include "emu/mma_presets.h"
+
 namespace mpverify::nn {
 
-emu::GemmPolicy matmul_policy(const Precision& p, Pass pass) {
+emu::GemmPolicy matmul_policy(const Precision& p, Pass pass, GradientOperand gradient) {
   emu::GemmPolicy policy;
-  policy.input = pass == Pass::forward ? p.matmul_forward : p.matmul_backward;
+  policy.input = p.matmul_forward;
+  if (pass == Pass::backward) {
+    if (gradient == GradientOperand::first) policy.input = p.matmul_backward;
+    else policy.input_b = p.matmul_backward;
+    if (!policy.input_b && !(p.matmul_backward == p.matmul_forward)) policy.input_b = p.matmul_forward;
+  }
   policy.accumulation = p.accumulation;
   policy.tensor_core = p.tensor_core;
+  if (!p.mma_architecture.empty()) {
+    policy.accumulation = emu::Accumulation::mma;
+    policy.mma = emu::mma_for_architecture(p.mma_architecture, policy.input, policy.b_format(), Precision::fp32());
+    policy.promotion_interval = p.promotion_interval;
+  }
   policy.output = Precision::fp32();
   return policy;
 }

@@ -8,9 +8,15 @@
 
 namespace mpverify::nn {
 
-// Matrix ops (GEMM, convolution): operands in matmul_forward (forward) or
-// matmul_backward (both backward GEMMs), the recipe's accumulation.
-emu::GemmPolicy matmul_policy(const Precision& p, Pass pass);
+// Which operand of a backward GEMM or convolution is the gradient (in the op's order: gemm (A, B);
+// conv2d_forward (x, w); conv2d_backward_data (dy, w); conv2d_backward_filter (x, dy)).
+enum class GradientOperand { first, second };
+
+// Matrix ops (GEMM, convolution): forward, both operands in matmul_forward; backward, the gradient in
+// matmul_backward and the other operand (a weight or an activation) still in matmul_forward, as
+// Transformer Engine's HYBRID format runs E4M3 x E5M2 GEMMs. The recipe's accumulation: its own, or the
+// architecture's tensor-core instruction for the two operand formats.
+emu::GemmPolicy matmul_policy(const Precision& p, Pass pass, GradientOperand gradient = GradientOperand::first);
 // Bias add as a GEMM epilogue: the fp32 result plus the bias, one fp32
 // rounding (the store then rounds once more to the activation format); the
 // bias gradient's sum in fp32.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "emu/gemm_emu.h"
@@ -21,13 +22,19 @@ std::string_view to_string(Pass p);
 struct Precision {
   static formats::Format fp32() { return formats::parse_format("fp32"); }
 
-  // GEMM and convolution operands (the matrix-op inputs), forward and
-  // backward (the fp8 recipe: e4m3 forward, e5m2 backward), and how their
-  // products are accumulated.
+  // GEMM and convolution operands (the matrix-op inputs): forward, and the
+  // gradient operand of the backward ones, whose other operand keeps
+  // matmul_forward (the fp8 recipe: E4M3 forward, E4M3 x E5M2 backward);
+  // and how their products are accumulated.
   formats::Format matmul_forward = fp32();
   formats::Format matmul_backward = fp32();
   emu::Accumulation accumulation = emu::Accumulation::fp32;
   emu::TensorCoreModel tensor_core;
+  // When set (volta .. blackwell, or a preset's name): every GEMM and convolution accumulates as that
+  // architecture's tensor-core instruction for its operand formats (emu/mma_presets.h), promoted into fp32
+  // every promotion_interval elements when that is positive.
+  std::string mma_architecture;
+  int promotion_interval = 0;
 
   // Storage: every layer output (activations), every activation gradient,
   // the weights the layers compute with (a copy of the master weights,

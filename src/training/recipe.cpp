@@ -1,6 +1,9 @@
 #include "training/recipe.h"
 
+#include <charconv>
 #include <stdexcept>
+
+#include "emu/mma_presets.h"
 
 namespace mpverify::training {
 
@@ -60,8 +63,11 @@ Recipe base_recipe(std::string_view name, std::string_view text) {
   else if (name == "bf16-pure") set_mixed(r, bf16, true, true);
   else if (name == "fp8") {
     set_mixed(r, bf16, false, false);
-    r.precision.matmul_forward = parse_format("e4m3");
-    r.precision.matmul_backward = parse_format("e5m2");
+    // OCP FP8 (Transformer Engine's HYBRID: E4M3 forward, E5M2 gradients); the casts saturate as CUDA's
+    // __nv_fp8_e4m3(float) and __nv_fp8_e5m2(float) constructors do (__NV_SATFINITE, cuda_fp8.hpp:1587 of
+    // CUDA 13.0), which Transformer Engine's cast kernels use.
+    r.precision.matmul_forward = parse_format("fp8-e4m3:saturate");
+    r.precision.matmul_backward = parse_format("fp8-e5m2:saturate");
     r.operand_scaling = OperandScaling::current;
   } else {
     std::string what = "unknown recipe '";
@@ -82,13 +88,31 @@ void replace_low(Recipe& r, const Format& old_low, const Format& low) {
     if (*f == old_low) *f = low;
 }
 
+bool is_mma_architecture(std::string_view value) {
+  for (const std::string& a : emu::mma_architectures())
+    if (value == a) return true;
+  for (const emu::MmaModel& m : emu::mma_presets())
+    if (value == m.name) return true;
+  return false;
+}
+
 void apply_key(Recipe& r, std::string_view name, std::string_view key, std::string_view value, std::string_view text) {
   nn::Precision& p = r.precision;
   if (key == "accumulation") {
     if (value == "fp32") p.accumulation = emu::Accumulation::fp32;
     else if (value == "fp16") p.accumulation = emu::Accumulation::fp16;
     else if (value == "tensor_core" || value == "tensor-core") p.accumulation = emu::Accumulation::tensor_core;
-    else fail(text, "accumulation must be fp32, fp16 or tensor_core");
+    else if (is_mma_architecture(value)) p.mma_architecture = std::string(value);
+    else fail(text, "accumulation must be fp32, fp16, tensor_core, an architecture (volta, turing, ampere, ada, "
+                    "hopper, blackwell) or a tensor-core preset (mpverify eval --op dot --list)");
+    return;
+  }
+  if (key == "promotion") {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 0)
+      fail(text, "promotion must be a number of elements (0: none)");
+    p.promotion_interval = n;
     return;
   }
   if (key == "fp8_scaling") {
@@ -116,7 +140,7 @@ void apply_key(Recipe& r, std::string_view name, std::string_view key, std::stri
   if (!field) {
     std::string what = "unknown key '";
     what += key;
-    what += "'; the keys are accumulation, fp8_scaling";
+    what += "'; the keys are accumulation, promotion, fp8_scaling";
     for (const Field& f : fields) {
       what += ", ";
       what += f.key;

@@ -12,8 +12,12 @@
 // o2         fp16               fp16           fp16            fp32     fp32     fp16         fp32
 // fp16-pure  fp16               fp16           fp16            fp16     fp16     fp16         fp16
 // bf16-o1, bf16-o2, bf16-pure: the same with bf16.
-// fp8        e4m3 / e5m2,       bf16           fp32            fp32     fp32     fp32         fp32
+// fp8        fp8-e4m3 /         bf16           fp32            fp32     fp32     fp32         fp32
+//            E4M3 x E5M2,
 //            per-tensor scales
+//
+// The fp8 recipe is Transformer Engine's HYBRID: OCP E4M3 (max 448) forward, E5M2 for the gradients, so
+// a backward GEMM multiplies an E5M2 gradient by an E4M3 weight or activation; its casts saturate.
 //
 // Weight gradients are stored in the low format in every mixed recipe (an
 // autocast GEMM's output is fp16 even for an fp32 parameter) and widened to
@@ -32,7 +36,9 @@
 //   matmul_forward=F, matmul_backward=F, activations=F, activation_grads=F,
 //   elementwise=F, weights=F, weight_grads=F, master=F, norm_statistics=F,
 //   norm_parameters=F, loss_input=F, loss_accumulate=F, optimizer_state=F
-//   accumulation=fp32|fp16|tensor_core
+//   accumulation=fp32|fp16|tensor_core|ARCHITECTURE|PRESET (volta .. blackwell: every GEMM as that
+//   architecture's tensor-core instruction for its operand formats; emu/mma_presets.h)
+//   promotion=N (with an architecture: fp32 promotion every N elements of k, DeepSeek-V3's 128)
 //   fp8_scaling=current|delayed|none (fp8 recipe: how each operand's scale is
 //   chosen; delayed is TE's DelayedScaling with history=1024, algo max)
 #pragma once

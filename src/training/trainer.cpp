@@ -156,12 +156,16 @@ void Trainer::make_scaler_and_backend() {
 }
 
 void Trainer::install_operand_scaling() {
-  // Operand scaling (fp8): E4M3's range forward, E5M2's backward.
+  // Operand scaling (fp8): E4M3's range forward and for the weights and activations backward, E5M2's
+  // for the gradients.
   if (recipe_.operand_scaling != OperandScaling::none) {
     const formats::Format forward = recipe_.precision.matmul_forward, backward = recipe_.precision.matmul_backward;
     recipe_.precision.operand_scale = [this, forward, backward](std::string_view site, float amax) -> float {
       const bool is_forward = impl_->ctx->pass() == nn::Pass::forward;
-      const float fp8_max = static_cast<float>((is_forward ? forward : backward).max_finite());
+      // Backward, only the gradient (the ".dy" operands) is in matmul_backward's format (E5M2); a weight
+      // or an activation keeps matmul_forward's (E4M3), as in Transformer Engine's HYBRID format.
+      const bool is_gradient = !is_forward && site.ends_with(".dy");
+      const float fp8_max = static_cast<float>((is_gradient ? backward : forward).max_finite());
       if (recipe_.operand_scaling == OperandScaling::current) return current_scale(amax, CurrentConfig{fp8_max});
       std::string key(site);
       key += is_forward ? "@forward" : "@backward";

@@ -47,7 +47,9 @@ OpResult run_gemm(const OpArgs& args, std::vector<Side> sides) {
   size_outputs(sides, {shape.c_size()});
   for (Side& side : sides) {
     if (side.name == "ref") {
-      refs::gemm_ref(shape, aq, bq, side.out[0]);
+      std::vector<double> exact(shape.c_size());  // FP64: the products and most sums exact; one rounding to fp32
+      refs::gemm_ref_fp64(shape, aq, bq, exact);
+      std::transform(exact.begin(), exact.end(), side.out[0].begin(), [](double x) { return static_cast<float>(x); });
       side.ran = true;
     } else if (side.name == "emu") {
       emu::gemm_emu(shape, a, b, side.out[0], policy, &r.counters);
@@ -61,7 +63,8 @@ OpResult run_gemm(const OpArgs& args, std::vector<Side> sides) {
   r.sides = std::move(sides);
 
   // Each side is within its own bound of the exact product of the rounded operands, relative to
-  // || |A||B| ||: the reference (FP64, rounded once to fp32) 2^-24; the emulator gamma_k(u_acc) + u_out; the
+  // || |A||B| ||: the reference (FP64, whose error gamma_k(2^-53) is negligible here, rounded once to fp32)
+  // 2^-24; the emulator gamma_k(u_acc) + u_out; the
   // GPU, which rounds its own operands (tf32 by truncation), 2 u_in more. Two sides are within the sum of
   // their bounds. gamma_k exists only while k u < 1; past that (fp16 accumulation of 2048+ terms) there is
   // no a priori bound.

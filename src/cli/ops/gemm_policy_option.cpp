@@ -20,8 +20,8 @@ emu::GemmPolicy with_mma(emu::GemmPolicy policy, const std::string& name) {
                                     : emu::mma_for_architecture(name, policy.input, policy.b_format(), fp32);
     policy.accumulation = emu::Accumulation::mma;
     policy.mma = m;
-    const bool same = formats::same_encoding(m.a, policy.input) && formats::same_encoding(m.b, policy.b_format());
-    const bool swapped = formats::same_encoding(m.b, policy.input) && formats::same_encoding(m.a, policy.b_format());
+    const bool same = formats::same_values(m.a, policy.input) && formats::same_values(m.b, policy.b_format());
+    const bool swapped = formats::same_values(m.b, policy.input) && formats::same_values(m.a, policy.b_format());
     if (!same && !swapped)
       throw UsageError("--policy: accumulate=" + name + " multiplies " + m.a.name + " by " + m.b.name + ", but the "
                        "inputs are " + policy.input.name + " and " + policy.b_format().name + " (set input= and input-b=)");
