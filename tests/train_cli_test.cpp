@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "record/run_log.h"
+#include "formats/format.h"
 #include "support/run_command.h"
 
 namespace {
@@ -52,6 +53,29 @@ TEST(TrainCli, WritesARunDirectoryWithTheIssuesFields) {
   bool saw_dw = false;
   for (const auto& t : tensors) saw_dw = saw_dw || (t["layer"] == "fc1" && t["tensor"] == "dw" && t["format"] == "fp16");
   EXPECT_TRUE(saw_dw);
+}
+
+TEST(TrainCli, TheFp8RecipeRecordsOcpE4m3AndE5m2) {
+  // The run directory says which FP8 the GEMMs used: OCP E4M3 (448 finite) forward and E5M2 gradients,
+  // saturating; and which accumulation.
+  const fs::path dir = fresh_dir("fp8");
+  const auto r = run_command(train("--recipe fp8 --backend emu --seed 3 --out " + dir.string()), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+  EXPECT_EQ(summary["config"]["precision"]["matmul_forward"], "fp8-e4m3:saturate");
+  EXPECT_EQ(summary["config"]["precision"]["matmul_backward"], "fp8-e5m2:saturate");
+  EXPECT_EQ(summary["config"]["precision"]["accumulation"], "fp32");
+  EXPECT_EQ(mpverify::formats::parse_format(summary["config"]["precision"]["matmul_forward"].get<std::string>())
+                .max_finite(),
+            448.0);
+  const fs::path hopper = fresh_dir("fp8-hopper");
+  const auto h = run_command(train("--recipe fp8:accumulation=hopper,promotion=128 --backend emu --test-size 200 --out " +
+                                   hopper.string()),
+                             "");
+  ASSERT_EQ(h.exit_code, 0) << h.out;
+  const auto hs = nlohmann::json::parse(std::ifstream(hopper / "summary.json"));
+  EXPECT_EQ(hs["config"]["precision"]["accumulation"], "hopper");
+  EXPECT_EQ(hs["config"]["precision"]["promotion"], 128);
 }
 
 TEST(TrainCli, TheSameSeedWritesTheSameStepLog) {

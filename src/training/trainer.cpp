@@ -61,6 +61,14 @@ nn::Precision evaluation_precision(const Recipe& recipe) {
   return precision;
 }
 
+// The formats and accumulation the recipe gives the matrix ops, as the run directory records them.
+nlohmann::json precision_json(const nn::Precision& p) {
+  return {{"matmul_forward", p.matmul_forward.name},
+          {"matmul_backward", p.matmul_backward.name},
+          {"accumulation", p.mma_architecture.empty() ? std::string(emu::to_string(p.accumulation)) : p.mma_architecture},
+          {"promotion", p.promotion_interval}};
+}
+
 std::size_t argmax_row(std::span<const float> row) {
   return static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
@@ -709,6 +717,7 @@ nlohmann::json Trainer::summary() const {
                            {"test_size", impl_->data.test.size()},
                            {"eval_every", config_.eval_every},
                            {"recipe", config_.recipe},
+                           {"precision", precision_json(recipe_.precision)},
                            {"scaler", config_.scaler},
                            {"scaler_options", config_.scaler_options},
                            {"backend", nn::to_string(config_.backend)},
