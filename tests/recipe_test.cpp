@@ -152,6 +152,10 @@ TEST(Recipe, BadTextIsRefusedWithTheReason) {
   expect_error("o2:accumulation=fp64", "accumulation must be");
   expect_error("o2:accumulation=pascal", "an architecture (volta, turing, ampere, ada, hopper, blackwell)");
   expect_error("fp8:promotion=-1", "promotion must be");
+  // Found when the recipe is read, not at a run's first GEMM (which would leave a partial run behind).
+  expect_error("o2:accumulation=hopper,promotion=7", "not a multiple of k = 16");
+  expect_error("fp8:promotion=128", "promotion=N needs accumulation=ARCHITECTURE");
+  expect_error("fp8:accumulation=ampere", "ampere has no mma instruction");
 }
 
 // Unscaling: a multiplication by the fp32 inverse, a division for keras;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "emu/mma_presets.h"
+#include "nn/policies.h"
 
 namespace mpverify::training {
 
@@ -94,6 +95,33 @@ bool is_mma_architecture(std::string_view value) {
   for (const emu::MmaModel& m : emu::mma_presets())
     if (value == m.name) return true;
   return false;
+}
+
+// accumulation=ARCHITECTURE and promotion=N, checked on every matrix op's operand formats now rather than
+// at a run's first GEMM: the architecture needs an instruction for each pairing, and N must be a multiple
+// of each instruction's k.
+void check_tensor_core_keys(const Recipe& r, std::string_view text) {
+  const nn::Precision& p = r.precision;
+  if (p.promotion_interval == 0) {
+    if (p.mma_architecture.empty()) return;
+  } else if (p.mma_architecture.empty()) {
+    fail(text, "promotion=N needs accumulation=ARCHITECTURE or a tensor-core preset");
+  }
+  using nn::GradientOperand;
+  using nn::Pass;
+  for (const auto& [pass, gradient] : {std::pair{Pass::forward, GradientOperand::first},
+                                       std::pair{Pass::backward, GradientOperand::first},
+                                       std::pair{Pass::backward, GradientOperand::second}}) {
+    emu::GemmPolicy policy;
+    try {
+      policy = nn::matmul_policy(p, pass, gradient);
+    } catch (const std::invalid_argument& e) {
+      fail(text, e.what());
+    }
+    if (p.promotion_interval % policy.mma->k != 0)
+      fail(text, "promotion=" + std::to_string(p.promotion_interval) + " is not a multiple of k = " +
+                     std::to_string(policy.mma->k) + " of " + policy.mma->name);
+  }
 }
 
 void apply_key(Recipe& r, std::string_view name, std::string_view key, std::string_view value, std::string_view text) {
@@ -190,6 +218,7 @@ Recipe parse_recipe(std::string_view text) {
     }
     apply_key(r, name, pair.substr(0, eq), pair.substr(eq + 1), text);
   }
+  check_tensor_core_keys(r, text);
   return r;
 }
 

@@ -49,6 +49,9 @@ emu::GemmPolicy gemm_policy_option(const KeyValues& kv) {
   policy.promotion_interval = whole_number(kv, "promotion", "--policy", 0);
   if (policy.promotion_interval != 0 && policy.accumulation != emu::Accumulation::mma)
     throw UsageError("--policy: promotion=N needs accumulate=ARCHITECTURE or a tensor-core preset");
+  if (policy.promotion_interval != 0 && policy.promotion_interval % policy.mma->k != 0)
+    throw UsageError("--policy: promotion=" + std::to_string(policy.promotion_interval) + " is not a multiple of k = " +
+                     std::to_string(policy.mma->k) + " of " + policy.mma->name);
   policy.tensor_core.block_size = whole_number(kv, "block", "--policy", policy.tensor_core.block_size);
   policy.tensor_core.extra_bits = whole_number(kv, "extra", "--policy", policy.tensor_core.extra_bits);
   if (policy.tensor_core.block_size < 1) throw UsageError("--policy: block must be at least 1");
