@@ -41,8 +41,8 @@ struct InstructionRow {
   std::vector<ModelRow> models;
 };
 
-// FP8 mma.sync has a preset for Ada only (MMA-Sim lists no FP8 mma.sync for Hopper or Blackwell): on a later
-// GPU these candidates say which rule it follows: Hopper's wgmma rule (F = 13, one operation, E8M13), the
+// MMA-Sim lists no FP8 mma.sync for Hopper or Blackwell; the sm90 preset models what ptxas compiles it into.
+// These published rules stand beside it as candidates, so a later GPU shows which (if any) it follows: Hopper's wgmma rule (F = 13, one operation, E8M13), the
 // Hopper mma.sync rule of the other formats (F = 25, one operation, fp32) and Ampere's (F = 24, halves).
 const std::vector<emu::MmaModel>& fp8_candidates(const emu::MmaModel& ada) {
   static std::map<std::string, std::vector<emu::MmaModel>> candidates;
@@ -154,7 +154,10 @@ std::string report_text(const MmaProbeConfig& c, const MmaProbeResult& result, c
         "e_a + e_b (Volta 23, Turing to Ada 24, Hopper and Blackwell 25) and, on Ampere and Ada, the k = 16 "
         "(f16, bf16) and k = 8 (tf32) shapes computed as two halves (MMA-Sim, arXiv 2511.10909). A model of "
         "the GPU's own architecture should be 100% identical. FP8 `mma.sync` (m16n8k32, sm_89 and later) has "
-        "a model for Ada only; three candidate rules stand beside it. Cases come in eight kinds, in turn: "
+        "MMA-Sim's model for Ada and, for Hopper, the rule read from the SASS ptxas emits for sm_90 (operands "
+        "unpacked to fp16, two fp16 `HMMA` from zero over the products with k mod 4 < 2 and then the rest, "
+        "then an fp32 add of c: `sm90.mma.m16n8k32.*`); three published rules stand beside them as "
+        "candidates. Cases come in eight kinds, in turn: "
         "wide (any finite encoding), typical, cancelling, c dominating, large significands, tiny, near "
         "overflow, NaN and infinity.\n\n";
   md += "| instruction | K | cases | model | F | halves | identical to the " + std::string(use_gpu ? "GPU" : "first model") +
