@@ -7,6 +7,7 @@
 #include "data/random.h"
 #include "emu/conv2d_emu.h"
 #include "emu/gemm_emu.h"
+#include "emu/mma_presets.h"
 #include "emu/quantize.h"
 #include "gpu/conv2d_gpu.h"
 #include "gpu/device.h"
@@ -54,6 +55,37 @@ std::vector<Model> fp32_accumulating_models(const Format& input, const Format& o
   for (const int block : {4, 8, 16})
     models.push_back({"tensor-core model, block " + std::to_string(block) + " (truncation, 3 extra bits)",
                       policy_of(input, emu::Accumulation::tensor_core, output, block), 0x1p-21});
+  return models;
+}
+
+// A chain of one tensor-core instruction along K in order (each result the next one's c), as the instruction
+// models of emu/mma_presets.h compute it; with `slices` > 1, K cut into that many equal chains from zero whose
+// results are added in order by fp32 additions (a split-K GEMM reducing serially: the promotion interval K /
+// slices of emu/mma_model.h).
+Model instruction_chain(const std::string& preset, const Format& input, const Format& output, int K, int slices = 1) {
+  emu::GemmPolicy p = policy_of(input, emu::Accumulation::mma, output);
+  p.mma = emu::mma_preset(preset);
+  p.promotion_interval = slices > 1 ? K / slices : 0;
+  std::string name = "chain of " + preset;
+  if (slices > 1) name += ", split-K " + std::to_string(slices) + " (fp32 sum in order)";
+  return {name, p, emu::mma_unit_roundoff(*p.mma)};
+}
+
+// The plain and block models, then chains of each architecture's fp32-accumulating instruction (Hopper's
+// wgmma, Ampere's two halves), and the Hopper chain split into 2..16 slices of at least 64.
+std::vector<Model> fp32_accumulating_and_chain_models(const Format& input, const Format& output, int K) {
+  std::vector<Model> models = fp32_accumulating_models(input, output);
+  const std::string type = input.name == "bf16" ? "bf16" : "f16";
+  for (const std::string preset : {"sm90.wgmma.k16.f32.", "sm80.mma.m16n8k16.f32."})
+    models.push_back(instruction_chain(preset + type, input, output, K));
+  // A wider fused operation than the published k = 16, in case the library's instruction sums more at once.
+  Model wide = instruction_chain("sm90.wgmma.k16.f32." + type, input, output, K);
+  wide.policy.mma = emu::mma_custom(input, input, parse_format("fp32"), 32, 25, false, emu::MmaOutput::fp32_toward_zero);
+  wide.name = "chain of a custom k = 32, F = 25 instruction";
+  models.push_back(wide);
+  for (const int slices : {2, 4, 8, 16})
+    if (K >= 64 * slices)
+      models.push_back(instruction_chain("sm90.wgmma.k16.f32." + type, input, output, K, slices));
   return models;
 }
 
@@ -139,12 +171,15 @@ std::vector<Op> operations(std::uint64_t seed) {
     ops.push_back(std::move(op));
   };
   for (const ops::GemmShape s : {ops::GemmShape{256, 256, 256}, ops::GemmShape{64, 64, 4096}})
-    gemm(s, fp16, fp32, gpu::GemmCompute::fp16_fp32_accumulate, fp32_accumulating_models(fp16, fp32));
-  gemm({256, 256, 256}, bf16, fp32, gpu::GemmCompute::bf16_fp32_accumulate, fp32_accumulating_models(bf16, fp32));
+    gemm(s, fp16, fp32, gpu::GemmCompute::fp16_fp32_accumulate, fp32_accumulating_and_chain_models(fp16, fp32, s.k));
+  gemm({256, 256, 256}, bf16, fp32, gpu::GemmCompute::bf16_fp32_accumulate,
+       fp32_accumulating_and_chain_models(bf16, fp32, 256));
   gemm({256, 256, 256}, fp16, fp16, gpu::GemmCompute::fp16_fp16_accumulate,
        {{"fp16 accumulation (one fp16 rounding per step)", policy_of(fp16, emu::Accumulation::fp16, fp16), 0x1p-11},
         {"plain fp32 accumulation, rounded to fp16 at the end", policy_of(fp16, emu::Accumulation::fp32, fp16),
-         0x1p-24}});
+         0x1p-24},
+        instruction_chain("sm90.wgmma.k16.f16.f16", fp16, fp16, 256),
+        instruction_chain("sm90.wgmma.k16.f32.f16", fp16, fp16, 256)});
 
   // conv2d with cuDNN's fp16 tensors (inputs and output) and fp32 compute.
   const ops::Conv2dShape cs{8, 32, 14, 14, 32, 3, 3, 1, 1};
@@ -169,6 +204,7 @@ std::vector<Op> operations(std::uint64_t seed) {
       hardware(cs, *x, *y, o, gpu::ConvCompute::fp16_fp32_accumulate);
     };
     op.models = fp32_accumulating_models(fp16, fp16);
+    op.models.push_back(instruction_chain("sm90.wgmma.k16.f32.f16", fp16, fp16, static_cast<int>(terms)));
     ops.push_back(std::move(op));
   };
   conv("conv2d forward", cs.x_size(), cs.weight_size(), cs.y_size(), cs.forward_terms(), refs::conv2d_condition,
@@ -226,7 +262,12 @@ HardwareResult run_hardware(const HardwareConfig& c, const std::function<void(co
         "accumulation. The tensor-core model is Fasi, Higham, Mikaitis and Pranesh's (PeerJ CS 2021): fp16 "
         "products exact, each block of products summed after alignment to the largest term with no guard bits "
         "and truncation; they measured blocks of 4 on V100 and 8 on A100; Khattak and Mikaitis (arXiv "
-        "2512.07004) extend the models to Hopper and Blackwell, which is why block 16 is tried too.\n\n";
+        "2512.07004) extend the models to Hopper and Blackwell, which is why block 16 is tried too. The chains are the "
+        "per-instruction models of `mpverify eval --op dot --list` (MMA-Sim's, arXiv 2511.10909, matched bit for "
+        "bit against single `mma.sync` instructions in `mma_probe.md`) issued along K in order, each result the "
+        "next one's c; a split-K row cuts K into equal slices, each a chain from zero, and adds their results in "
+        "order in fp32. A chain that matches says in which order and with which instruction the library sums; "
+        "one that does not leaves the order open.\n\n";
   md += "Every model's output is also checked against FP64 within its a priori bound (γ_L(u) times the "
         "condition number plus the output rounding); a model outside it would stop the experiment.\n\n";
   md += "## Results\n\n";

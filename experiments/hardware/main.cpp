@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   using namespace mpverify::experiments;
   CLI::App app{
       "Experiment 6, the emulator against the hardware: the emulated GEMM and conv2d (fp16/bf16 inputs) under\n"
-      "each accumulation model (plain fp32, the tensor-core model with blocks of 4, 8 and 16, fp16 accumulation)\n"
+      "each accumulation model (plain fp32, the tensor-core model with blocks of 4, 8 and 16, fp16 accumulation,\n"
+      "chains of the Hopper and Ampere instruction models along K, whole or split)\n"
       "against cuBLAS and cuDNN on the same seeded inputs: the bit-identical fraction and the largest ulp\n"
       "distance per model. Without a usable GPU the report says so and keeps the CPU side (each model against\n"
       "FP64, and the models against one another).\n"

@@ -256,6 +256,17 @@ void validate(const MmaModel& m) {
   if (fp16_out ? !is_fp16(m.c) : !is_fp32(m.c)) fail("the accumulator must be fp16 with fp16 output, else fp32");
 }
 
+// A fused operation's error is below (k + 1) terms' truncations of at most 2^(E - F) each, where 2^E is at
+// most the largest term's magnitude, plus the output rounding toward zero (below one ulp: 2^-23 relative for
+// fp32, 2^-13 for E8M13) or to nearest (2^-11 for fp16). Spread over the k steps of gamma_k, per step:
+// 2^-F (k + 1) / k <= 2^(1 - F), plus the output's share; the larger of the two, doubled, bounds both.
+double mma_unit_roundoff(const MmaModel& m) {
+  const double out = m.output == MmaOutput::fp16_nearest_even   ? 0x1p-11
+                     : m.output == MmaOutput::e8m13_toward_zero ? 0x1p-13
+                                                                     : 0x1p-23;
+  return 2 * std::max(std::ldexp(1.0, 1 - m.fraction_bits), out);
+}
+
 std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                           std::uint32_t c, MmaCounts* counts) {
   if (a.size() != static_cast<std::size_t>(m.k) || b.size() != a.size())

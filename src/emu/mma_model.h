@@ -61,6 +61,10 @@ struct MmaCounts {
 // Throws std::invalid_argument (what is wrong, and the allowed values) for a model outside the ranges above.
 void validate(const MmaModel& m);
 
+// The unit roundoff u of one step of a length-K chain of this instruction, for the a priori bound
+// gamma_K(u) * condition + u_out of a GEMM built from it (derivation at the definition).
+double mma_unit_roundoff(const MmaModel& m);
+
 // One instruction on one output element: a and b hold m.k operand bits each, c the accumulator's bits;
 // returns d's bits in m.c's format. counts (optional) accumulates what was lost.
 std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,

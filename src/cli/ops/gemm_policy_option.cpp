@@ -80,22 +80,11 @@ nlohmann::json to_json(const emu::GemmPolicy& policy) {
   return j;
 }
 
-// A fused operation's error is below (k + 1) terms' truncations of at most 2^(E - F) each, where 2^E is at
-// most the largest term's magnitude, plus the output rounding toward zero (below one ulp: 2^-23 relative for
-// fp32, 2^-13 for E8M13) or to nearest (2^-11 for fp16). Spread over the k steps of gamma_k, per step:
-// 2^-F (k + 1) / k <= 2^(1 - F), plus the output's share; the larger of the two, doubled, bounds both.
-double mma_unit_roundoff(const emu::MmaModel& m) {
-  const double out = m.output == emu::MmaOutput::fp16_nearest_even   ? 0x1p-11
-                     : m.output == emu::MmaOutput::e8m13_toward_zero ? 0x1p-13
-                                                                     : 0x1p-23;
-  return 2 * std::max(std::ldexp(1.0, 1 - m.fraction_bits), out);
-}
-
 double accumulation_unit_roundoff(const emu::GemmPolicy& policy) {
   switch (policy.accumulation) {
     case emu::Accumulation::fp16: return 0x1p-11;
     case emu::Accumulation::tensor_core: return 0x1p-21;
-    case emu::Accumulation::mma: return mma_unit_roundoff(*policy.mma);
+    case emu::Accumulation::mma: return emu::mma_unit_roundoff(*policy.mma);
     case emu::Accumulation::fp32: break;
   }
   return 0x1p-24;
