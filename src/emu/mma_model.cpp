@@ -300,7 +300,8 @@ std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::
   for (std::size_t i = 0; i < a.size(); i += k) {
     partial = mma_dot_add(m, a.subspan(i, k), b.subspan(i, k), partial, counts);
     if ((i + k) % static_cast<std::size_t>(promotion_interval) == 0 || i + k == a.size()) {
-      accumulator = formats::add(fp32(), accumulator, partial, {}, flags);  // the CUDA cores' fp32 add
+      accumulator = formats::add(fp32(), accumulator, partial, {}, flags);  // the CUDA cores' fp32 add,
+      if (formats::is_nan(fp32(), accumulator)) accumulator = 0x7FFFFFFFu;  // whose NaN is the canonical one
       partial = 0;
     }
   }

@@ -72,9 +72,9 @@ std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, s
 
 // A dot product of any length that is a multiple of m.k: instructions chained in order of increasing K, each
 // result the next one's c. promotion_interval > 0 (a multiple of m.k) adds the chain's partial result into an
-// fp32 accumulator every promotion_interval elements, by an fp32 addition to nearest-even, and restarts the
-// chain at zero (DeepSeek-V3, arXiv 2412.19437 section 3.3.2: N_C = 128); the accumulator starts at c (an
-// fp32 c; promotion needs fp32 outputs) and is the result.
+// fp32 accumulator every promotion_interval elements, by an fp32 addition to nearest-even (a NaN: the GPU's
+// canonical 0x7FFFFFFF), and restarts the chain at zero (DeepSeek-V3, arXiv 2412.19437 section 3.3.2:
+// N_C = 128); the accumulator starts at c (an fp32 c; promotion needs fp32 outputs) and is the result.
 std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                       std::uint32_t c, int promotion_interval = 0, MmaCounts* counts = nullptr);
 
