@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emu/gemm_emu.h"
+#include "emu/mma_presets.h"
 #include "emu/quantize.h"
 #include "refs/gemm_ref.h"
 #include "speed/bench_support.h"
@@ -77,7 +78,26 @@ void emulated(benchmark::State& state, emu::Accumulation acc, bool counting = tr
   }
 }
 
+// The tensor-core instruction model of an architecture (Accumulation::mma: emu/mma_gemm.h), counters on.
+void emulated_mma(benchmark::State& state, const char* input, const char* arch) {
+  const int n = static_cast<int>(state.range(0));
+  const auto& in = inputs(n);
+  std::vector<float> c(static_cast<std::size_t>(n) * n);
+  emu::GemmPolicy policy;
+  policy.input = formats::parse_format(input);
+  policy.accumulation = emu::Accumulation::mma;
+  policy.mma = emu::mma_for_architecture(arch, policy.input, policy.input, formats::parse_format("fp32"));
+  for (auto _ : state) {
+    emu::CounterSet counters;
+    emu::gemm_emu({n, n, n}, in.a, in.b, c, policy, &counters);
+    benchmark::DoNotOptimize(c.data());
+  }
+}
+
 void BM_EmuFp16InFp32Acc(benchmark::State& s) { emulated(s, emu::Accumulation::fp32); }
+void BM_EmuMmaHopperFp16(benchmark::State& s) { emulated_mma(s, "fp16", "hopper"); }
+void BM_EmuMmaHopperBf16(benchmark::State& s) { emulated_mma(s, "bf16", "hopper"); }
+void BM_EmuMmaAmpereFp16(benchmark::State& s) { emulated_mma(s, "fp16", "ampere"); }
 void BM_EmuFp16InFp16Acc(benchmark::State& s) { emulated(s, emu::Accumulation::fp16); }
 // What the counting costs: the same GEMM with counters off (not the goal's measure).
 void BM_EmuFp16InFp16AccUncounted(benchmark::State& s) { emulated(s, emu::Accumulation::fp16, false); }
@@ -89,6 +109,9 @@ BENCHMARK(BM_EmuFp16InFp32Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecon
 BENCHMARK(BM_EmuFp16InFp16Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuFp16InFp16AccUncounted)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuTensorCoreModel)->Arg(512)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_EmuMmaHopperFp16)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuMmaHopperBf16)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuMmaAmpereFp16)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 class RatioReporter : public bench::TimeReporter {
  public:
@@ -121,6 +144,32 @@ class RatioReporter : public bench::TimeReporter {
       row("BM_EmuFp16InFp16Acc", "emulated fp16 in, fp16 accumulation", "<= 4x");
       row("BM_EmuFp16InFp16AccUncounted", "the same, counters off (what counting costs)", "");
       row("BM_EmuTensorCoreModel", "emulated tensor-core model (scalar)", "");
+    }
+    return s + mma_markdown();
+  }
+
+  // The instruction models against the fp32-accumulation emulated GEMM of the same run and size.
+  std::string mma_markdown() const {
+    std::string s =
+        "\n## Speed: tensor-core instruction models against the fp32-accumulation emulated GEMM\n\n"
+        "Same inputs, counters on; the model is the architecture's GEMM instruction for the input format\n"
+        "with an fp32 accumulator (`emu::mma_for_architecture`). Ratio = time / time of \"emulated fp16 in,\n"
+        "fp32 accumulation\" at the same size in the same run.\n\n"
+        "| GEMM | n | ms | ratio vs emulated fp32 accumulation | goal |\n|---|---:|---:|---:|---|\n";
+    for (int n : {512, 1024}) {
+      const auto base = seconds_.find("BM_EmuFp16InFp32Acc/" + std::to_string(n));
+      if (base == seconds_.end()) continue;
+      auto row = [&](const char* name, const char* what) {
+        const auto it = seconds_.find(std::string(name) + "/" + std::to_string(n));
+        if (it == seconds_.end()) return;
+        char buf[320];
+        std::snprintf(buf, sizeof buf, "| %s | %d | %.1f | %.2fx | <= 3x |\n", what, n, it->second * 1e3,
+                      it->second / base->second);
+        s += buf;
+      };
+      row("BM_EmuMmaHopperFp16", "Hopper wgmma k16, fp16 in, fp32 accumulator");
+      row("BM_EmuMmaHopperBf16", "Hopper wgmma k16, bf16 in, fp32 accumulator");
+      row("BM_EmuMmaAmpereFp16", "Ampere mma k16 (two halves), fp16 in, fp32 accumulator");
     }
     return s;
   }

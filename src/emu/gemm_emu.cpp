@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emu/gemm_emu_simd.h"
+#include "emu/mma_gemm.h"
 #include "emu/quantize_simd.h"
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
@@ -183,32 +184,13 @@ MmaOperands mma_operands(const GemmPolicy& p) {
                               ", not " + p.input.name + " by " + p.b_format().name);
 }
 
-// Each output element as the model's chained instructions over A's row and B's column (as format bits,
-// zero-padded to a multiple of k), the result back to float.
+// Each output element as the model's chained instructions over A's row and B's column (mma_gemm.h: a
+// vector kernel where the CPU has one, the scalar model elsewhere, the same bits and counts).
 void accumulate_mma(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
                     std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
   const auto [m, swapped] = mma_operands(policy);
-  const formats::Format& fa = swapped ? m->b : m->a;  // the format of A's values
-  const formats::Format& fb = swapped ? m->a : m->b;
-  const std::size_t K = (static_cast<std::size_t>(s.k) + m->k - 1) / m->k * m->k;
-  // A's rows and B's columns as format bits, once: row i of A at [i K, (i + 1) K), column j of B likewise.
-  std::vector<std::uint32_t> a_bits(static_cast<std::size_t>(s.m) * K, 0), b_bits(static_cast<std::size_t>(s.n) * K, 0);
-  formats::Flags exact;
-  const formats::RoundingContext rne{};
-  for (int i = 0; i < s.m; ++i)
-    for (int kk = 0; kk < s.k; ++kk)
-      a_bits[i * K + kk] = formats::from_float(fa, A[static_cast<std::size_t>(i) * s.k + kk], rne, exact);
-  for (int kk = 0; kk < s.k; ++kk)
-    for (int j = 0; j < s.n; ++j)
-      b_bits[j * K + kk] = formats::from_float(fb, B[static_cast<std::size_t>(kk) * s.n + j], rne, exact);
   MmaCounts counts;
-  for (int i = 0; i < s.m; ++i)
-    for (int j = 0; j < s.n; ++j) {
-      const std::span<const std::uint32_t> row(&a_bits[i * K], K), column(&b_bits[j * K], K);
-      const std::uint32_t d = swapped ? mma_dot(*m, column, row, 0, policy.promotion_interval, &counts)
-                                      : mma_dot(*m, row, column, 0, policy.promotion_interval, &counts);
-      acc[static_cast<std::size_t>(i) * s.n + j] = formats::to_float(m->c, d, exact);
-    }
+  mma_gemm(s, A, B, acc, *m, swapped, policy.promotion_interval, policy.simd, counts);
   if (counters) mma_counters_into(counts, *counters);
 }
 
