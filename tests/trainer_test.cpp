@@ -257,6 +257,47 @@ TEST(Trainer, RecordersEqualABruteForceRecountOnTheSavedTensors) {
 // become 2^-14, 1.5 * 2^-14, -2^-14 and 2^-10: fp16 normals, stored exactly;
 // the fp32-accumulated GEMM with x = 1 is exact and the unscale by 2^-16 is
 // exact, so the fp32 weight gradient is EXACTLY the crafted values again.
+// The matrix ops' counters per training tensor: every tensor a matrix op produces has its own entry, and
+// per op site the entries add up to the run's total of that site (each op counted once, under its tensor).
+// Under the Hopper model with FP8 operands (F = 13) some terms must lose bits; under fp32 accumulation none.
+TEST(Trainer, MatrixOpCountersAreKeptPerTensorAndAddUpToTheTotals) {
+  TrainConfig c = small_mlp("fp8:accumulation=hopper", "none", mpverify::nn::BackendKind::emu);
+  c.model = "cnn";
+  c.train_size = 256;
+  c.test_size = 64;
+  Trainer t(c);
+  for (int i = 0; i < 2; ++i) t.step();
+  const nlohmann::json s = t.summary();
+  const nlohmann::json& tensors = s.at("tensor_counters");
+  for (const char* name : {"conv1.y", "conv1.dw", "conv2.y", "conv2.dx", "conv2.dw", "fc.y", "fc.dx", "fc.dw"})
+    EXPECT_TRUE(tensors.contains(name)) << name;
+  EXPECT_FALSE(tensors.contains("conv1.dx")) << "the first layer computes no input gradient";
+  std::uint64_t truncated = 0;
+  for (const auto& [site, total] : s.at("counters").items()) {
+    std::uint64_t elements = 0, swamped = 0;
+    bool matrix_site = false;
+    for (const auto& [tensor, sites] : tensors.items())
+      if (sites.contains(site)) {
+        matrix_site = true;
+        elements += sites[site].at("elements").get<std::uint64_t>();
+        swamped += sites[site].at("swamped").get<std::uint64_t>();
+      }
+    if (!matrix_site) continue;
+    EXPECT_EQ(elements, total.at("elements").get<std::uint64_t>()) << site;
+    EXPECT_EQ(swamped, total.at("swamped").get<std::uint64_t>()) << site;
+    if (site.ends_with(".accumulate")) truncated += total.at("truncated").get<std::uint64_t>();
+  }
+  EXPECT_GT(truncated, 0u);
+
+  TrainConfig fp32_acc = c;
+  fp32_acc.recipe = "o2";
+  fp32_acc.scaler = "torch";
+  Trainer o2(fp32_acc);
+  o2.step();
+  for (const auto& [tensor, sites] : o2.summary().at("tensor_counters").items())
+    for (const auto& [site, counts] : sites.items()) EXPECT_EQ(counts.at("truncated"), 0) << tensor << " " << site;
+}
+
 TEST(Trainer, AStaticScaleRecoversGradientsBelowTheFp16Subnormals) {
   mpverify::nn::EmuBackend backend;
   mpverify::nn::Precision p;

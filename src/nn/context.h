@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,9 @@
 #include "nn/precision.h"
 
 namespace mpverify::nn {
+
+// Counter sets by training tensor ("conv1.y", "fc2.dw"), each keyed by op site.
+using TensorCounterSets = std::map<std::string, emu::CounterSet, std::less<>>;
 
 // Where a non-finite value first appeared in a step.
 struct NonfiniteOrigin {
@@ -58,6 +62,9 @@ class Context {
   // The emulator's counters (nullptr: counting off), handed to every op.
   emu::CounterSet* counters() const { return counters_; }
   void set_counters(emu::CounterSet* c) { counters_ = c; }
+  // The matrix ops' counters per training tensor (nn/tensor_counters.h); nullptr: not kept.
+  TensorCounterSets* tensor_counters() const { return tensor_counters_; }
+  void set_tensor_counters(TensorCounterSets* c) { tensor_counters_ = c; }
 
   void set_observer(StoreObserver* o) { observer_ = o; }
   StoreObserver* observer() const { return observer_; }
@@ -85,6 +92,7 @@ class Context {
   double loss_scale_ = 1.0;
   Pass pass_ = Pass::forward;
   emu::CounterSet* counters_ = nullptr;
+  TensorCounterSets* tensor_counters_ = nullptr;
   StoreObserver* observer_ = nullptr;
   std::optional<NonfiniteOrigin> first_nonfinite_;
   std::vector<float> exact_;  // scratch: the fp32 values shown to the observer

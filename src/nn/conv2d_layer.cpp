@@ -8,6 +8,7 @@
 #include "nn/operand_scaling.h"
 #include "nn/policies.h"
 #include "nn/tensor_checks.h"
+#include "nn/tensor_counters.h"
 
 namespace mpverify::nn {
 
@@ -47,7 +48,7 @@ Tensor Conv2d::forward(Context& ctx, const Tensor& x) {
   Tensor y(x.n, out_, shape.p(), shape.q());
   const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
   ctx.backend().conv2d_forward(shape, xs.values(), ws.values(), y.span(),
-                               matmul_policy(ctx.precision(), Pass::forward), ctx.counters());
+                               matmul_policy(ctx.precision(), Pass::forward), TensorCounters(ctx, name() + ".y").get());
   unscale_result(xs, ws, y.span());
   ctx.backend().bias_add(y.channels(), y.span(), b_.value, y.span(), bias_policy(ctx.precision()), ctx.counters());
   ctx.store(name(), "y", Role::activation, y.span());
@@ -64,7 +65,8 @@ Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   if (need_dx) {
     dx = Tensor(x_.n, x_.c, x_.h, x_.w);
     const ScaledOperand ws(ctx, name() + ".w", w_.value);
-    ctx.backend().conv2d_backward_data(shape, dys.values(), ws.values(), dx.span(), policy, ctx.counters());
+    ctx.backend().conv2d_backward_data(shape, dys.values(), ws.values(), dx.span(), policy,
+                                       TensorCounters(ctx, name() + ".dx").get());
     unscale_result(dys, ws, dx.span());
     ctx.store(name(), "dx", Role::activation_grad, dx.span());
   }
@@ -72,7 +74,7 @@ Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   const ScaledOperand xs(ctx, name() + ".x", x_.span());
   ctx.backend().conv2d_backward_filter(shape, xs.values(), dys.values(), w_.grad,
                                       matmul_policy(ctx.precision(), Pass::backward, GradientOperand::second),
-                                      ctx.counters());
+                                      TensorCounters(ctx, name() + ".dw").get());
   unscale_result(xs, dys, w_.grad);
   ctx.store(name(), "dw", Role::weight_grad, w_.grad);
   b_.grad.assign(b_.size(), 0.0f);

@@ -7,6 +7,7 @@
 #include "nn/operand_scaling.h"
 #include "nn/policies.h"
 #include "nn/tensor_checks.h"
+#include "nn/tensor_counters.h"
 
 namespace mpverify::nn {
 
@@ -65,7 +66,8 @@ Tensor ConvTranspose2d::forward(Context& ctx, const Tensor& z) {
   Tensor out(z.n, out_, shape.h, shape.w);
   const ScaledOperand zs(ctx, name() + ".x", z.span()), ws(ctx, name() + ".w", w_.value);
   ctx.backend().conv2d_backward_data(shape, zs.values(), ws.values(), out.span(),
-                                     matmul_policy(ctx.precision(), Pass::forward), ctx.counters());
+                                     matmul_policy(ctx.precision(), Pass::forward),
+                                     TensorCounters(ctx, name() + ".y").get());
   unscale_result(zs, ws, out.span());
   ctx.backend().bias_add(out.channels(), out.span(), b_.value, out.span(), bias_policy(ctx.precision()),
                          ctx.counters());
@@ -83,13 +85,15 @@ Tensor ConvTranspose2d::backward(Context& ctx, const Tensor& dout, bool need_dx)
   if (need_dx) {
     dz = Tensor(z_.n, z_.c, z_.h, z_.w);
     const ScaledOperand ws(ctx, name() + ".w", w_.value);
-    ctx.backend().conv2d_forward(shape, douts.values(), ws.values(), dz.span(), policy, ctx.counters());
+    ctx.backend().conv2d_forward(shape, douts.values(), ws.values(), dz.span(), policy,
+                                 TensorCounters(ctx, name() + ".dx").get());
     unscale_result(douts, ws, dz.span());
     ctx.store(name(), "dx", Role::activation_grad, dz.span());
   }
   w_.grad.assign(w_.size(), 0.0f);
   const ScaledOperand zs(ctx, name() + ".x", z_.span());
-  ctx.backend().conv2d_backward_filter(shape, douts.values(), zs.values(), w_.grad, policy, ctx.counters());
+  ctx.backend().conv2d_backward_filter(shape, douts.values(), zs.values(), w_.grad, policy,
+                                       TensorCounters(ctx, name() + ".dw").get());
   unscale_result(douts, zs, w_.grad);
   ctx.store(name(), "dw", Role::weight_grad, w_.grad);
   b_.grad.assign(b_.size(), 0.0f);

@@ -7,6 +7,7 @@
 #include "nn/init.h"
 #include "nn/operand_scaling.h"
 #include "nn/policies.h"
+#include "nn/tensor_counters.h"
 
 namespace mpverify::nn {
 
@@ -29,7 +30,7 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
   const ops::GemmShape shape{x.n, out_, in_, false, true};
   const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
   ctx.backend().gemm(shape, xs.values(), ws.values(), y.span(), matmul_policy(ctx.precision(), Pass::forward),
-                     ctx.counters());
+                     TensorCounters(ctx, name() + ".y").get());
   unscale_result(xs, ws, y.span());
   ctx.backend().bias_add(y.channels(), y.span(), b_.value, y.span(), bias_policy(ctx.precision()), ctx.counters());
   ctx.store(name(), "y", Role::activation, y.span());
@@ -44,14 +45,14 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy, bool need_dx) {
     dx = Tensor(x_.n, x_.c, x_.h, x_.w);
     const ScaledOperand ws(ctx, name() + ".w", w_.value);
     ctx.backend().gemm(ops::GemmShape{dy.n, in_, out_}, dys.values(), ws.values(), dx.span(), policy,
-                       ctx.counters());
+                       TensorCounters(ctx, name() + ".dx").get());
     unscale_result(dys, ws, dx.span());
     ctx.store(name(), "dx", Role::activation_grad, dx.span());
   }
   w_.grad.assign(w_.size(), 0.0f);
   const ScaledOperand xs(ctx, name() + ".x", x_.span());
   ctx.backend().gemm(ops::GemmShape{out_, in_, dy.n, true, false}, dys.values(), xs.values(), w_.grad, policy,
-                     ctx.counters());
+                     TensorCounters(ctx, name() + ".dw").get());
   unscale_result(dys, xs, w_.grad);
   ctx.store(name(), "dw", Role::weight_grad, w_.grad);
   b_.grad.assign(b_.size(), 0.0f);

@@ -24,6 +24,16 @@ namespace {
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// A counter set as summary.json keeps it: per site, what its roundings and additions did (emu/counters.h).
+nlohmann::json counters_json(const emu::CounterSet& set) {
+  nlohmann::json sites = nlohmann::json::object();
+  for (const auto& [site, c] : set.sites())
+    sites[site] = {{"elements", c.elements},   {"inexact", c.inexact},     {"underflow_to_zero", c.underflow_to_zero},
+                   {"subnormal", c.subnormal}, {"overflow", c.overflow},   {"nan_created", c.nan_created},
+                   {"swamped", c.swamped},     {"addends_nonzero", c.addends_nonzero}, {"truncated", c.truncated}};
+  return sites;
+}
+
 [[noreturn]] void bad_config(std::string what) { throw std::invalid_argument(std::move(what)); }
 
 double cosine(std::span<const float> a, std::span<const float> b) {
@@ -97,6 +107,7 @@ struct Trainer::Impl {
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<nn::Context> ctx;
   emu::CounterSet counters;
+  nn::TensorCounterSets tensor_counters;  // the matrix ops' counts per training tensor
 
   // Classifier (mlp, cnn) or the DCGAN pair.
   std::optional<nn::Sequential> model;
@@ -195,6 +206,7 @@ void Trainer::make_context() {
   m.tee = std::make_unique<TeeObserver>(config_.recorders ? &recorder_ : nullptr, config_.extra_observer);
   if (config_.recorders || config_.extra_observer) m.ctx->set_observer(m.tee.get());
   if (config_.recorders) m.ctx->set_counters(&m.counters);
+  if (config_.recorders) m.ctx->set_tensor_counters(&m.tensor_counters);
 }
 
 // The data set (its train and test sets cut to the configured sizes) and the batches.
@@ -737,11 +749,8 @@ nlohmann::json Trainer::summary() const {
     config["adam"] = {{"lr", config_.adam.lr}, {"beta1", config_.adam.beta1}, {"beta2", config_.adam.beta2},
                       {"eps", config_.adam.eps}, {"weight_decay", config_.adam.weight_decay},
                       {"adamw", config_.adam.adamw}};
-  nlohmann::json counters = nlohmann::json::object();
-  for (const auto& [site, c] : impl_->counters.sites())
-    counters[site] = {{"elements", c.elements},   {"inexact", c.inexact},     {"underflow_to_zero", c.underflow_to_zero},
-                      {"subnormal", c.subnormal}, {"overflow", c.overflow},   {"nan_created", c.nan_created},
-                      {"swamped", c.swamped},     {"addends_nonzero", c.addends_nonzero}};
+  nlohmann::json tensor_counters = nlohmann::json::object();
+  for (const auto& [tensor, set] : impl_->tensor_counters) tensor_counters[tensor] = counters_json(set);
   return {{"config", config},
           {"steps", step_},
           {"skipped_steps", skipped_},
@@ -749,7 +758,8 @@ nlohmann::json Trainer::summary() const {
           {"final_loss", number_or_null(last_loss_)},
           {"final_scale", impl_->scaler->scale()},
           {"thresholds", recorder_.thresholds()},
-          {"counters", counters}};
+          {"counters", counters_json(impl_->counters)},
+          {"tensor_counters", tensor_counters}};
 }
 
 void run_training(const TrainConfig& config, const std::filesystem::path& out,
