@@ -11,6 +11,7 @@
 #include "emu/gemm_emu.h"
 #include "emu/quantize.h"
 #include "gpu/device.h"
+#include "gpu/gemm_fp8_gpu.h"
 #include "gpu/gemm_gpu.h"
 #include "refs/gemm_ref.h"
 
@@ -47,6 +48,38 @@ TEST(GemmGpu, IntegerInputsAreBitExactInEveryCompute) {
     ++computes;
   }
   EXPECT_EQ(computes, 5);
+}
+
+// cuBLASLt's FP8 GEMM, laid out as it requires (both operands K-major): integers in [-8, 8] are E4M3 and
+// E5M2 values, and with k = 32 every product and partial sum (|.| <= 2048) is exact even with 13 fraction
+// bits kept, so any accumulation gives the exact product; a layout mistake cannot.
+TEST(GemmFp8Gpu, IntegerInputsAreExactInEveryPairingAndMode) {
+  SKIP_WITHOUT_GPU();
+  const GemmShape s{48, 32, 32};
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::vector<float> a(s.a_size()), b(s.b_size()), ref(s.c_size()), c(s.c_size());
+  for (auto& x : a) x = static_cast<float>(small(rng));
+  for (auto& x : b) x = static_cast<float>(small(rng));
+  refs::gemm_ref(s, a, b, ref);
+  const formats::Format e4m3 = formats::parse_format("fp8-e4m3"), e5m2 = formats::parse_format("fp8-e5m2");
+  for (const auto& [fa, fb] : {std::pair{e4m3, e4m3}, std::pair{e4m3, e5m2}, std::pair{e5m2, e4m3}})
+    for (const bool fast : {true, false}) {
+      gpu::gemm_fp8_gpu(s, a, fa, b, fb, c, fast);
+      const auto cmp = compare::compare(ref, c, formats::parse_format("fp32"),
+                                        compare::Tolerance::bit_exact("integer inputs: all arithmetic exact"));
+      EXPECT_TRUE(cmp.passed) << fa.name << " x " << fb.name << (fast ? " fast" : "") << ": " << cmp.failure;
+    }
+}
+
+// The shapes and formats cuBLASLt's FP8 GEMM cannot take are refused before any device is needed.
+TEST(GemmFp8Gpu, RefusesWhatCublasLtCannotRun) {
+  const formats::Format e4m3 = formats::parse_format("fp8-e4m3"), fp16 = formats::parse_format("fp16");
+  EXPECT_THROW(gpu::check_fp8_gemm(GemmShape{16, 16, 24}, e4m3, e4m3), std::invalid_argument);
+  EXPECT_THROW(gpu::check_fp8_gemm(GemmShape{16, 16, 32, true, false}, e4m3, e4m3), std::invalid_argument);
+  EXPECT_THROW(gpu::check_fp8_gemm(GemmShape{16, 16, 32}, fp16, e4m3), std::invalid_argument);
+  EXPECT_THROW(gpu::check_fp8_gemm(GemmShape{16, 16, 32}, e4m3, formats::parse_format("e4m3")), std::invalid_argument);
+  EXPECT_NO_THROW(gpu::check_fp8_gemm(GemmShape{16, 16, 32}, e4m3, formats::parse_format("fp8-e5m2")));
 }
 
 TEST(GemmGpu, TransposesMatchTheReference) {

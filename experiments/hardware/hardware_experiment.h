@@ -40,6 +40,8 @@ struct ModelOutcome {
 struct HardwareCase {
   std::string op, shape, formats, hardware;  // hardware: the cuBLAS/cuDNN configuration compared with
   std::vector<ModelOutcome> models;
+  std::string hardware_error;  // why the library refused this case on the device ("" when it ran or no GPU)
+  std::optional<double> hardware_vs_fp64;  // the hardware's own normwise relative error against FP64
 };
 
 struct HardwareResult {
