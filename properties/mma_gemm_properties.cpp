@@ -84,6 +84,14 @@ emu::MmaModel model(std::mt19937_64& rng) {
   return emu::mma_custom(a, b, c, k, uniform(8, 40), split, output);
 }
 
+// A promotion interval for the model: none (two cases in three), else 1 to 4 instructions' products where
+// mma_dot takes one (an fp32 output), so that the shapes' k (up to 96) promote several times and end with a
+// partial chain.
+int promotion_interval(const emu::MmaModel& m, std::mt19937_64& rng) {
+  if (m.c.exponent_bits != 8 || std::uniform_int_distribution<int>(0, 2)(rng) != 0) return 0;
+  return m.k * std::uniform_int_distribution<int>(1, 4)(rng);
+}
+
 struct Case {
   ops::GemmShape shape;
   std::vector<float> a, b;
@@ -121,14 +129,17 @@ RC_GTEST_PROP(MmaGemmProperties, KernelGivesTheScalarModelsBitsAndCounts, ()) {
   const emu::MmaModel m = model(rng);
   const bool swapped = (rng() & 1) != 0;
   const Case c = make_case(swapped ? m.b : m.a, swapped ? m.a : m.b, m.k, rng);
+  const int promotion = promotion_interval(m, rng);
   std::vector<float> fast(c.shape.c_size()), scalar(c.shape.c_size());
   emu::MmaCounts fast_counts, scalar_counts;
-  const std::size_t kernel = emu::mma_gemm(c.shape, c.a, c.b, fast, m, swapped, 0, true, fast_counts);
-  emu::mma_gemm(c.shape, c.a, c.b, scalar, m, swapped, 0, false, scalar_counts);
+  const std::size_t kernel = emu::mma_gemm(c.shape, c.a, c.b, fast, m, swapped, promotion, true, fast_counts);
+  emu::mma_gemm(c.shape, c.a, c.b, scalar, m, swapped, promotion, false, scalar_counts);
   for (std::size_t e = 0; e < fast.size(); ++e)
     PROP_ASSERT(std::bit_cast<std::uint32_t>(fast[e]) == std::bit_cast<std::uint32_t>(scalar[e]), "seed ", seed, " model ", m.name,
-                " family ", kFamilyNames[c.family], " element ", e, ": kernel ", fast[e], ", scalar model ", scalar[e]);
-  PROP_ASSERT(fast_counts == scalar_counts, "seed ", seed, " model ", m.name, " family ", kFamilyNames[c.family], ": terms ",
+                " promotion ", promotion, " family ", kFamilyNames[c.family], " element ", e, ": kernel ", fast[e],
+                ", scalar model ", scalar[e]);
+  PROP_ASSERT(fast_counts == scalar_counts, "seed ", seed, " model ", m.name, " promotion ", promotion, " family ",
+              kFamilyNames[c.family], ": terms ",
               fast_counts.terms, " vs ", scalar_counts.terms, ", truncated ", fast_counts.terms_truncated, " vs ",
               scalar_counts.terms_truncated, ", shifted out ", fast_counts.terms_shifted_out, " vs ",
               scalar_counts.terms_shifted_out, ", roundings ", fast_counts.roundings, " vs ", scalar_counts.roundings,
@@ -139,6 +150,7 @@ RC_GTEST_PROP(MmaGemmProperties, KernelGivesTheScalarModelsBitsAndCounts, ()) {
   RC_CLASSIFY(kernel > 0 && kernel < fast.size(), "kernel and scalar model");
   RC_CLASSIFY(kernel == fast.size(), "kernel only");
   RC_TAG(kFamilyNames[c.family]);
+  RC_CLASSIFY(promotion > 0, "promotion");
   checks.count(kernel);  // elements the kernel gave and the scalar model confirmed
 }
 
@@ -151,6 +163,7 @@ RC_GTEST_PROP(MmaGemmProperties, SimdFlagChangesNothingInGemmEmu, ()) {
   policy.accumulation = emu::Accumulation::mma;
   policy.mma = emu::mma_for_architecture("hopper", policy.input, policy.input, formats::parse_format("fp32"));
   const Case c = make_case(policy.input, policy.input, policy.mma->k, rng);
+  policy.promotion_interval = promotion_interval(*policy.mma, rng);
   std::vector<float> fast(c.shape.c_size()), scalar(c.shape.c_size());
   emu::CounterSet fast_counters, scalar_counters;
   emu::gemm_emu(c.shape, c.a, c.b, fast, policy, &fast_counters);
@@ -166,10 +179,16 @@ RC_GTEST_PROP(MmaGemmProperties, SimdFlagChangesNothingInGemmEmu, ()) {
 // would be the scalar model's; and the result is still the scalar model's.
 TEST(MmaGemmProperties, KernelGivesTypicalElements) {
   if (!emu::detail::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU: the scalar model gives every element";
-  auto& checks = expect_checks(2);
-  for (const char* name : {"sm90.wgmma.k16.f32.bf16", "sm80.mma.m16n8k16.f16.f16"}) {
+  auto& checks = expect_checks(3);
+  struct Run {
+    const char* name;
+    int promotion;  // DeepSeek-V3's 128 over k = 300: two promotions and a partial chain
+  };
+  for (const Run run : {Run{"sm90.wgmma.k16.f32.bf16", 0}, Run{"sm80.mma.m16n8k16.f16.f16", 0},
+                        Run{"sm90.wgmma.k16.f32.f16", 128}}) {
+    const char* name = run.name;
     const emu::MmaModel& m = emu::mma_preset(name);
-    const ops::GemmShape s{20, 37, 100};
+    const ops::GemmShape s{20, 37, run.promotion > 0 ? 300 : 100};
     std::mt19937_64 rng(7);
     std::normal_distribution<double> normal;
     std::vector<float> a(s.a_size()), b(s.b_size());
@@ -178,8 +197,8 @@ TEST(MmaGemmProperties, KernelGivesTypicalElements) {
     for (float& v : b) v = formats::to_float(m.b, formats::from_double(m.b, normal(rng), {}, flags), flags);
     std::vector<float> fast(s.c_size()), scalar(s.c_size());
     emu::MmaCounts fast_counts, scalar_counts;
-    EXPECT_EQ(emu::mma_gemm(s, a, b, fast, m, false, 0, true, fast_counts), s.c_size()) << name;
-    emu::mma_gemm(s, a, b, scalar, m, false, 0, false, scalar_counts);
+    EXPECT_EQ(emu::mma_gemm(s, a, b, fast, m, false, run.promotion, true, fast_counts), s.c_size()) << name;
+    emu::mma_gemm(s, a, b, scalar, m, false, run.promotion, false, scalar_counts);
     EXPECT_EQ(fast, scalar) << name;
     EXPECT_EQ(fast_counts, scalar_counts) << name;
     EXPECT_GT(fast_counts.terms_truncated, 0u) << name << ": the data must exercise the truncation";

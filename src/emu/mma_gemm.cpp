@@ -4,6 +4,7 @@
 #include "emu/mma_gemm.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -47,15 +48,20 @@ struct ScalarElements {
 };
 
 // The kernel's form of the model, where the kernel's float and int32 lanes hold its arithmetic exactly
-// (mma_gemm_x86.cpp); nullopt for the scalar model (Hopper's FP8 mma.sync, promotion, wide operands).
+// (mma_gemm_x86.cpp); nullopt for the scalar model (Hopper's FP8 mma.sync, wide operands).
 std::optional<MmaKernelModel> kernel_model(const MmaModel& m, int promotion_interval, std::size_t K) {
-  if (m.fp8_through_fp16 || promotion_interval != 0 || K >= (std::size_t{1} << 26)) return std::nullopt;
+  if (m.fp8_through_fp16 || K >= (std::size_t{1} << 26)) return std::nullopt;
   if (m.a.precision() + m.b.precision() > 24) return std::nullopt;  // products exact in float
+  // Promotion: as mma_dot takes it (a multiple of k, an fp32 output); anything else is its error to give.
+  if (promotion_interval < 0 || (promotion_interval > 0 && (promotion_interval % m.k != 0 ||
+                                                            m.output == MmaOutput::fp16_nearest_even)))
+    return std::nullopt;
   MmaKernelModel k;
   k.fused_k = m.split_halves ? m.k / 2 : m.k;
   k.fraction_bits = m.fraction_bits;
   k.output = m.output;
   k.c_emin = m.c.emin();
+  k.promotion = promotion_interval;
   // Each of the two int32 sums: at most ceil(fused_k / 2) products below 2^(F + 2) and c below 2^(F + 1).
   const double half_sum = std::ldexp((k.fused_k + 1) / 2, m.fraction_bits + 2) + std::ldexp(1, m.fraction_bits + 1);
   if (m.fraction_bits + 2 > 29 || half_sum >= 0x1p31) return std::nullopt;
@@ -69,42 +75,88 @@ std::optional<MmaKernelModel> kernel_model(const MmaModel& m, int promotion_inte
 // The exponents of an operand's non-zero finite values: the values' own (floor of log2) and the model's.
 struct Range {
   int low = INT_MAX, high = INT_MIN, model_high = INT_MIN;
-  void add(float v, int model_exponent) {
-    const int e = std::ilogb(v);
-    low = std::min(low, e);
-    high = std::max(high, e);
+  void add(int value_exponent, int model_exponent) {
+    low = std::min(low, value_exponent);
+    high = std::max(high, value_exponent);
     model_high = std::max(model_high, model_exponent);
   }
 };
 
-int model_exponent(const formats::Format& f, float v) { return v == 0 ? -126 : std::max(std::ilogb(v), f.emin()); }
+// A finite non-zero float's exponents from its bits (libm's ilogb and frexp cost more than the kernel's
+// share of an operand): value = odd integer * 2^low, 2^value <= |value| < 2^(value + 1).
+struct Exponents {
+  int value, low;
+  explicit Exponents(float v) {
+    const auto bits = std::bit_cast<std::uint32_t>(v);
+    const int field = static_cast<int>(bits >> 23 & 0xFF);
+    const std::uint32_t fraction = bits & 0x7FFFFF;
+    if (field == 0) {  // subnormal: fraction * 2^-149
+      value = 31 - std::countl_zero(fraction) - 149;
+      low = std::countr_zero(fraction) - 149;
+    } else {
+      value = field - 127;
+      low = value - 23 + std::countr_zero(fraction | 0x800000);
+    }
+  }
+};
+
+// One operand into the panels (MmaPanels): v finite, stored at value[at] and at e16[at16] and l16[at16] (and
+// at16 + 1 for B, whose columns are there twice); vmin the block's least value exponent so far.
+void put(float v, int emin, std::size_t at, std::size_t at16, MmaPanels& p, bool a_side, std::int32_t& vmin,
+         Range& range) {
+  if (v == 0) return;  // the defaults: 0, -126, kZeroLowBit
+  const Exponents x(v);
+  const int model = std::max(x.value, emin);  // mma_model.h: a subnormal has the minimum normal exponent
+  vmin = std::min(vmin, x.value);
+  range.add(x.value, model);
+  if (a_side) {
+    p.a_value[at] = v;
+    p.a_e16[at16] = static_cast<std::int16_t>(model);
+    p.a_l16[at16] = static_cast<std::int16_t>(x.low);
+  } else {
+    p.b_value[at] = v;
+    p.b_e16[at16] = p.b_e16[at16 + 1] = static_cast<std::int16_t>(model);
+    p.b_l16[at16] = p.b_l16[at16 + 1] = static_cast<std::int16_t>(x.low);
+  }
+}
 
 // The panels of A and B; special[i] (rows) and special[m + j] (columns) mark a NaN or infinite operand.
 MmaPanels decode(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
-                 const formats::Format& fa, const formats::Format& fb, int K, std::vector<bool>& special,
+                 const formats::Format& fa, const formats::Format& fb, int K, int fused_k, std::vector<bool>& special,
                  Range& ra, Range& rb) {
   MmaPanels p;
   p.rows = (s.m + kMmaRows - 1) / kMmaRows * kMmaRows;
   p.columns = (s.n + kMmaLanes - 1) / kMmaLanes * kMmaLanes;
   p.depth = K;
-  p.a_value.assign(static_cast<std::size_t>(p.rows) * K, 0.0f);
-  p.a_exponent.assign(p.a_value.size(), -126);
-  p.b_value.assign(static_cast<std::size_t>(K) * p.columns, 0.0f);
-  p.b_exponent.assign(p.b_value.size(), -126);
+  p.fused_k = fused_k;
+  const std::size_t a_size = static_cast<std::size_t>(p.rows) * K, b_size = static_cast<std::size_t>(K) * p.columns;
+  p.a_value.assign(a_size, 0.0f);
+  p.a_e16.assign(a_size, -126);
+  p.a_l16.assign(a_size, detail::kZeroLowBit);
+  p.a_vmin.assign(static_cast<std::size_t>(p.rows) * p.blocks(), detail::kZeroValueExponent);
+  p.b_value.assign(b_size, 0.0f);
+  p.b_e16.assign(2 * b_size, -126);
+  p.b_l16.assign(2 * b_size, detail::kZeroLowBit);
+  p.b_vmin.assign(static_cast<std::size_t>(p.columns) * p.blocks(), detail::kZeroValueExponent);
   special.assign(static_cast<std::size_t>(s.m + s.n), false);
   for (int i = 0; i < s.m; ++i)
     for (int kk = 0; kk < s.k; ++kk) {
       const float v = A[static_cast<std::size_t>(i) * s.k + kk];
-      const std::size_t at = static_cast<std::size_t>(i) * K + kk;
       if (!std::isfinite(v)) special[i] = true;
-      else if (v != 0) p.a_value[at] = v, p.a_exponent[at] = model_exponent(fa, v), ra.add(v, p.a_exponent[at]);
+      else put(v, fa.emin(), static_cast<std::size_t>(i) * K + kk, p.a16_at(i, kk), p, true,
+               p.a_vmin[static_cast<std::size_t>(i) * p.blocks() + static_cast<unsigned>(kk) / fused_k], ra);
     }
-  for (int kk = 0; kk < s.k; ++kk)
-    for (int j = 0; j < s.n; ++j) {
-      const float v = B[static_cast<std::size_t>(kk) * s.n + j];
-      const std::size_t at = p.b_at(kk, j);
-      if (!std::isfinite(v)) special[s.m + j] = true;
-      else if (v != 0) p.b_value[at] = v, p.b_exponent[at] = model_exponent(fb, v), rb.add(v, p.b_exponent[at]);
+  // B in the panels' order (tile, kk, lane): scattered stores to 64 tiles' panels per row of B cost more
+  // than this walk's reads of 16 floats per row.
+  for (int tile = 0; tile * kMmaLanes < s.n; ++tile)
+    for (int kk = 0; kk < s.k; ++kk) {
+      const std::size_t vmin_at = (static_cast<std::size_t>(tile) * p.blocks() + kk / fused_k) * kMmaLanes;
+      for (int j = tile * kMmaLanes; j < std::min(s.n, (tile + 1) * kMmaLanes); ++j) {
+        const float v = B[static_cast<std::size_t>(kk) * s.n + j];
+        const std::size_t at = p.b_at(kk, j);
+        if (!std::isfinite(v)) special[s.m + j] = true;
+        else put(v, fb.emin(), at, 2 * at, p, false, p.b_vmin[vmin_at + j % kMmaLanes], rb);
+      }
     }
   return p;
 }
@@ -130,15 +182,17 @@ std::uint64_t zero_products(const MmaPanels& p, int i, int j) {
   return zeros;
 }
 
-// The zero products of every element: per kk, all pairs but those of a non-zero a and a non-zero b.
+// The zero products of every element: per kk, all pairs but those of a non-zero a and a non-zero b. The
+// panels are walked in their storage order (a column walk of A's panel would miss the cache at every step).
 std::uint64_t all_zero_products(const MmaPanels& p, int m, int n) {
+  std::vector<std::uint64_t> nonzero_a(static_cast<std::size_t>(p.depth), 0), nonzero_b(nonzero_a.size(), 0);
+  for (int i = 0; i < m; ++i)
+    for (int kk = 0; kk < p.depth; ++kk) nonzero_a[kk] += p.a_value[static_cast<std::size_t>(i) * p.depth + kk] != 0;
+  for (int tile = 0; tile * kMmaLanes < n; ++tile)
+    for (int kk = 0; kk < p.depth; ++kk)
+      for (int j = tile * kMmaLanes; j < std::min(n, (tile + 1) * kMmaLanes); ++j) nonzero_b[kk] += p.b_value[p.b_at(kk, j)] != 0;
   std::uint64_t zeros = 0;
-  for (int kk = 0; kk < p.depth; ++kk) {
-    std::uint64_t nonzero_a = 0, nonzero_b = 0;
-    for (int i = 0; i < m; ++i) nonzero_a += p.a_value[static_cast<std::size_t>(i) * p.depth + kk] != 0;
-    for (int j = 0; j < n; ++j) nonzero_b += p.b_value[p.b_at(kk, j)] != 0;
-    zeros += static_cast<std::uint64_t>(m) * n - nonzero_a * nonzero_b;
-  }
+  for (int kk = 0; kk < p.depth; ++kk) zeros += static_cast<std::uint64_t>(m) * n - nonzero_a[kk] * nonzero_b[kk];
   return zeros;
 }
 
@@ -162,7 +216,8 @@ std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::spa
   std::vector<bool> special;
   Range ra, rb;
   const MmaPanels p = simd && km && detail::cpu_has_avx512_mma()
-                          ? decode(s, A, B, swapped ? m.b : m.a, swapped ? m.a : m.b, static_cast<int>(K), special, ra, rb)
+                          ? decode(s, A, B, swapped ? m.b : m.a, swapped ? m.a : m.b, static_cast<int>(K), km->fused_k,
+                                   special, ra, rb)
                           : MmaPanels{};
   if (p.depth == 0 || !ranges_fit(ra, rb, m.fraction_bits, K)) {
     for (int i = 0; i < s.m; ++i)
@@ -193,7 +248,7 @@ std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::spa
     }
   counts.terms += kc.c_terms + kernel_elements * K - zeros;
   counts.terms_truncated += kc.c_truncated + kc.products_truncated;
-  counts.terms_shifted_out += kc.c_shifted_out + kc.products_aligned_to_zero - zeros;
+  counts.terms_shifted_out += kc.c_shifted_out + kc.products_shifted_out;
   counts.roundings += kernel_elements * (K / static_cast<std::size_t>(km->fused_k));
   counts.roundings_inexact += kc.inexact;
   return kernel_elements;
