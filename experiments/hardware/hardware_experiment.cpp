@@ -164,15 +164,18 @@ std::vector<Op> operations(std::uint64_t seed) {
   const Format fp16 = parse_format("fp16"), bf16 = parse_format("bf16"), fp32 = parse_format("fp32");
   std::vector<Op> ops;
   std::uint64_t stream = 0;
-  const auto gemm = [&](ops::GemmShape s, const Format& input, const Format& output, gpu::GemmCompute compute,
-                        std::vector<Model> models) {
+  // A library's GEMM on the device, on row-major A and B.
+  using GemmRunner =
+      std::function<void(const ops::GemmShape&, std::span<const float>, std::span<const float>, std::span<float>)>;
+  const auto gemm = [&](ops::GemmShape s, const Format& input, const Format& output, std::string hardware,
+                        GemmRunner run, std::vector<Model> models) {
     auto a = std::make_shared<std::vector<float>>(draw(s.a_size(), seed, stream++, input));
     auto b = std::make_shared<std::vector<float>>(draw(s.b_size(), seed, stream++, input));
     Op op;
     op.op = "GEMM";
     op.shape = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k);
     op.formats = std::string(input.name) + " in, " + std::string(output.name) + " out";
-    op.hardware = "cuBLAS " + std::string(gpu::to_string(compute));
+    op.hardware = std::move(hardware);
     op.out_size = s.c_size();
     op.output = output;
     op.terms = s.k;
@@ -180,50 +183,46 @@ std::vector<Op> operations(std::uint64_t seed) {
     op.fp64.resize(s.c_size());
     refs::gemm_ref_fp64(s, *a, *b, op.fp64);
     op.emulate = [s, a, b](const emu::GemmPolicy& p, std::span<float> c) { emu::gemm_emu(s, *a, *b, c, p); };
-    op.hardware_run = [s, a, b, compute](std::span<float> c) { gpu::gemm_gpu(s, *a, *b, c, compute); };
+    op.hardware_run = [s, a, b, run](std::span<float> c) { run(s, *a, *b, c); };
     op.models = std::move(models);
     ops.push_back(std::move(op));
   };
+  const auto cublas = [&](ops::GemmShape s, const Format& input, const Format& output, gpu::GemmCompute compute,
+                          std::vector<Model> models) {
+    gemm(s, input, output, "cuBLAS " + std::string(gpu::to_string(compute)),
+         [compute](const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c) {
+           gpu::gemm_gpu(shape, a, b, c, compute);
+         },
+         std::move(models));
+  };
   for (const ops::GemmShape s : {ops::GemmShape{256, 256, 256}, ops::GemmShape{64, 64, 4096}})
-    gemm(s, fp16, fp32, gpu::GemmCompute::fp16_fp32_accumulate, fp32_accumulating_and_chain_models(fp16, fp32, s.k));
-  gemm({256, 256, 256}, bf16, fp32, gpu::GemmCompute::bf16_fp32_accumulate,
-       fp32_accumulating_and_chain_models(bf16, fp32, 256));
-  gemm({256, 256, 256}, fp16, fp16, gpu::GemmCompute::fp16_fp16_accumulate,
-       {{"fp16 accumulation (one fp16 rounding per step)", policy_of(fp16, emu::Accumulation::fp16, fp16), 0x1p-11},
-        {"plain fp32 accumulation, rounded to fp16 at the end", policy_of(fp16, emu::Accumulation::fp32, fp16),
-         0x1p-24},
-        instruction_chain("sm90.wgmma.k16.f16.f16", fp16, fp16, 256),
-        instruction_chain("sm90.wgmma.k16.f32.f16", fp16, fp16, 256)});
+    cublas(s, fp16, fp32, gpu::GemmCompute::fp16_fp32_accumulate, fp32_accumulating_and_chain_models(fp16, fp32, s.k));
+  cublas({256, 256, 256}, bf16, fp32, gpu::GemmCompute::bf16_fp32_accumulate,
+         fp32_accumulating_and_chain_models(bf16, fp32, 256));
+  cublas({256, 256, 256}, fp16, fp16, gpu::GemmCompute::fp16_fp16_accumulate,
+         {{"fp16 accumulation (one fp16 rounding per step)", policy_of(fp16, emu::Accumulation::fp16, fp16), 0x1p-11},
+          {"plain fp32 accumulation, rounded to fp16 at the end", policy_of(fp16, emu::Accumulation::fp32, fp16),
+           0x1p-24},
+          instruction_chain("sm90.wgmma.k16.f16.f16", fp16, fp16, 256),
+          instruction_chain("sm90.wgmma.k16.f32.f16", fp16, fp16, 256)});
 
   // FP8 (OCP E4M3) through cuBLASLt, with its fast accumulation and without (then cuBLASLt promotes the
   // tensor cores' partial sums into fp32 at an interval of its own): Hopper's FP8 wgmma model (F = 13, E8M13)
   // as one chain and promoted every 128 to 1024 elements, beside Blackwell's (F = 25) and plain fp32.
   const Format e4m3 = parse_format("fp8-e4m3");
-  for (const bool fast : {true, false}) {
-    const ops::GemmShape s{64, 64, 4096};
-    auto a = std::make_shared<std::vector<float>>(draw(s.a_size(), seed, stream++, e4m3));
-    auto b = std::make_shared<std::vector<float>>(draw(s.b_size(), seed, stream++, e4m3));
-    Op op;
-    op.op = "GEMM";
-    op.shape = "m=64 n=64 k=4096";
-    op.formats = "fp8-e4m3 in, fp32 out";
-    op.hardware = fast ? "cuBLASLt FP8, fast accumulation" : "cuBLASLt FP8";
-    op.out_size = s.c_size();
-    op.output = fp32;
-    op.terms = s.k;
-    op.condition = refs::gemm_condition(s, *a, *b);
-    op.fp64.resize(s.c_size());
-    refs::gemm_ref_fp64(s, *a, *b, op.fp64);
-    op.emulate = [s, a, b](const emu::GemmPolicy& p, std::span<float> c) { emu::gemm_emu(s, *a, *b, c, p); };
-    op.hardware_run = [s, a, b, e4m3, fast](std::span<float> c) { gpu::gemm_fp8_gpu(s, *a, e4m3, *b, e4m3, c, fast); };
-    op.models = {{"plain fp32 accumulation (one RNE rounding per step)", policy_of(e4m3, emu::Accumulation::fp32, fp32),
-                  0x1p-24}};
-    for (const int interval : {0, 128, 256, 512, 1024})
-      op.models.push_back(instruction_chain("sm90.wgmma.k32.f32.e4m3", e4m3, fp32, s.k, interval ? s.k / interval : 1));
-    op.models.push_back(instruction_chain("sm90.mma.m16n8k32.f32.e4m3", e4m3, fp32, s.k));
-    op.models.push_back(instruction_chain("sm100.tcgen05.k32.f32.e4m3", e4m3, fp32, s.k));
-    ops.push_back(std::move(op));
-  }
+  const int K = 4096;
+  std::vector<Model> fp8_models{
+      {"plain fp32 accumulation (one RNE rounding per step)", policy_of(e4m3, emu::Accumulation::fp32, fp32), 0x1p-24}};
+  for (const int interval : {0, 128, 256, 512, 1024})
+    fp8_models.push_back(instruction_chain("sm90.wgmma.k32.f32.e4m3", e4m3, fp32, K, interval ? K / interval : 1));
+  fp8_models.push_back(instruction_chain("sm90.mma.m16n8k32.f32.e4m3", e4m3, fp32, K));
+  fp8_models.push_back(instruction_chain("sm100.tcgen05.k32.f32.e4m3", e4m3, fp32, K));
+  for (const bool fast : {true, false})
+    gemm({64, 64, K}, e4m3, fp32, fast ? "cuBLASLt FP8, fast accumulation" : "cuBLASLt FP8",
+         [e4m3, fast](const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c) {
+           gpu::gemm_fp8_gpu(shape, a, e4m3, b, e4m3, c, fast);
+         },
+         fp8_models);
 
   // conv2d with cuDNN's fp16 tensors (inputs and output) and fp32 compute.
   const ops::Conv2dShape cs{8, 32, 14, 14, 32, 3, 3, 1, 1};
