@@ -33,6 +33,9 @@ write_report() {
       "$build/experiments/gate_calibration" --out "$outdir/gate-calibration.md" ;;
     gpu_bench)
       "$build/experiments/bench_gpu" --markdown "$outdir/gpu_bench.md" ;;
+    accumulation_parity)  # the CNN trained in fp8 under the Hopper model, with and without promotion, against fp32
+      "$build/experiments/parity_table" --recipes "fp8,fp8:accumulation=hopper,fp8:accumulation=hopper,promotion=128" \
+        --report "$outdir/accumulation_parity.md" --runs "$runs" --jobs "$jobs" --progress ;;
     gate-calibration-real)
       "$source_dir/parity/gate_calibration_real" "$build" 60 "$outdir/gate-calibration-real.md" ;;
     *)

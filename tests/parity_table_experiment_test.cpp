@@ -211,6 +211,9 @@ TEST(ParityTableExperiment, BadConfigurationsAreRefusedBeforeAnythingIsWritten) 
   EXPECT_TRUE(refused([](ParityTableConfig& c) { c.alpha = 0.5; }));
   EXPECT_TRUE(refused([](ParityTableConfig& c) { c.model = "dcgan"; }));
   EXPECT_TRUE(refused([](ParityTableConfig& c) { c.data = "nosuch"; }));
+  // A recipe's settings are checked by the trainer before anything is written.
+  EXPECT_TRUE(refused([](ParityTableConfig& c) { c.recipes = {"fp8:accumulation=pascal"}; }));
+  EXPECT_TRUE(refused([](ParityTableConfig& c) { c.recipes = {"fp8:accumulation=hopper,promotion=7"}; }));
 }
 
 TEST(ParityTableExperiment, TheProgramExitsTwoOnBadInputAndWritesNothing) {
@@ -218,16 +221,18 @@ TEST(ParityTableExperiment, TheProgramExitsTwoOnBadInputAndWritesNothing) {
   const std::string base = std::string(PARITY_TABLE_BIN) + " --runs " + (dir / "runs").string() + " --report " +
                            (dir / "reports" / "parity_table.md").string() + " --quiet ";
   int checked = 0;
+  // "fp8:accumulation=hopper,promotion=7" is one recipe with two settings (the comma inside a recipe's settings
+  // does not split the list): its promotion interval is not a multiple of the instruction's k, so it is refused.
   for (const std::string extra : {"--seeds 1", "--steps 0", "--recipes fp32", "--recipes o2,,fp8", "--recipes nosuch",
                                   "--margin -1", "--jobs 0", "--model dcgan", "--data nosuch", "--no-such-option",
-                                  "--report x.txt"}) {
+                                  "--report x.txt", "--recipes o2,fp8:accumulation=hopper,promotion=7"}) {
     const auto r = mpverify::test::run_command(base + extra, "", true);
     EXPECT_EQ(r.exit_code, 2) << extra << ": " << r.out;
     EXPECT_NE(r.out.find("error"), std::string::npos) << extra << ": " << r.out;
     EXPECT_FALSE(fs::exists(dir)) << extra;
     ++checked;
   }
-  EXPECT_EQ(checked, 11);
+  EXPECT_EQ(checked, 12);
   const auto help = mpverify::test::run_command(std::string(PARITY_TABLE_BIN) + " --help", "");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("Example: parity_table"), std::string::npos);

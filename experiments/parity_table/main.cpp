@@ -11,11 +11,18 @@ using namespace mpverify::experiments;
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
+// The recipes of --recipes: split at commas, but a recipe's own KEY=VALUE settings take commas too
+// ("o2,fp8:accumulation=hopper,promotion=128" is o2 and fp8 with two settings), and a recipe name has no
+// '=', so an item with '=' and no ':' continues the item before it.
+std::vector<std::string> split_recipes(const std::string& text) {
   std::vector<std::string> items;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) items.push_back(item);
+  while (std::getline(in, item, ',')) {
+    const bool setting = item.find('=') != std::string::npos && item.find(':') == std::string::npos;
+    if (setting && !items.empty() && items.back().find(':') != std::string::npos) items.back() += "," + item;
+    else items.push_back(item);
+  }
   if (!text.empty() && text.back() == ',') items.emplace_back();
   return items;
 }
@@ -36,7 +43,9 @@ int main(int argc, char** argv) {
   ExperimentOptions common{"reports/parity_table.md", "runs/parity_table"};
   add_common_options(app, common);
   std::string recipes = "o1,o2,bf16-o2,fp8";
-  app.add_option("--recipes", recipes, "Candidate recipes, comma-separated (fp32 is always the baseline)")
+  app.add_option("--recipes", recipes,
+                 "Candidate recipes, comma-separated, each with its settings (o2,fp8:accumulation=hopper,promotion=128; "
+                 "fp32 is always the baseline)")
       ->capture_default_str();
   app.add_option("--seeds", config.seeds, "Seeds 1..N on every side (paired)")->capture_default_str();
   app.add_option("--steps", config.steps, "Training steps per run")->capture_default_str();
@@ -56,7 +65,7 @@ int main(int argc, char** argv) {
     config.report = common.report;
     config.runs = common.runs;
     config.jobs = common.jobs;
-    config.recipes = split_list(recipes);
+    config.recipes = split_recipes(recipes);
     for (const std::string& r : config.recipes)
       if (r.empty()) throw std::invalid_argument("--recipes '" + recipes + "': an empty item (write o1,o2,...)");
     const ParityTableResult result = run_parity_table(config, progress);

@@ -57,7 +57,10 @@ std::vector<Side> sides_of(const ParityTableConfig& c) {
   fp32.config.backend = nn::BackendKind::ref;
   sides.push_back(fp32);
   for (const std::string& recipe : c.recipes) {
-    Side s{recipe + "-emu", recipe, base_config(c)};
+    // The run directory's name: the recipe with its settings spelled without ':', ',' or '='.
+    std::string name = recipe;
+    std::replace_if(name.begin(), name.end(), [](char ch) { return ch == ':' || ch == ',' || ch == '='; }, '-');
+    Side s{name + "-emu", recipe, base_config(c)};
     s.config.recipe = recipe;
     s.config.scaler = parity_table_scaler(recipe);
     s.config.backend = nn::BackendKind::emu;
@@ -137,7 +140,8 @@ std::optional<double> pearson(const std::vector<double>& x, const std::vector<do
 
 }  // namespace
 
-std::string parity_table_scaler(const std::string& recipe) {
+std::string parity_table_scaler(const std::string& recipe_with_settings) {
+  const std::string recipe = recipe_with_settings.substr(0, recipe_with_settings.find(':'));
   if (recipe == "o1" || recipe == "o2" || recipe == "fp16-pure") return "torch";
   return "none";  // bf16-*: fp32's exponent range; fp8: per-tensor operand scaling
 }
@@ -171,7 +175,7 @@ void validate_parity_table(const ParityTableConfig& c) {
   for (const std::string& r : c.recipes) {
     if (r == "fp32")
       throw std::invalid_argument("--recipes: fp32 is the baseline (always run); list the mixed recipes only");
-    if (std::find(known.begin(), known.end(), r) == known.end()) {
+    if (std::find(known.begin(), known.end(), r.substr(0, r.find(':'))) == known.end()) {
       std::string list;
       for (const std::string& k : known)
         if (k != "fp32") list += (list.empty() ? "" : ", ") + k;
