@@ -638,7 +638,10 @@ ParityTableResult run_parity_table(const ParityTableConfig& c, const std::functi
   draw_losses(c, sides, result);
 
   const std::string model_text = model_title(c);
-  std::string md = "# Accuracy parity table: FP32 against o1, o2, bf16 and fp8 on the MNIST " + model_text + "\n\n";
+  std::string recipes;
+  for (std::size_t i = 0; i < c.recipes.size(); ++i)
+    recipes += (i == 0 ? "" : i + 1 == c.recipes.size() ? " and " : ", ") + c.recipes[i];
+  std::string md = "# Accuracy parity table: FP32 against " + recipes + " on the MNIST " + model_text + "\n\n";
   md += "Written by `build/experiments/parity_table` (experiment 4). Every number and figure below comes "
         "from the run directories it trained; the same configuration gives the same report, byte for byte.\n\n";
   table_section(c, result, md);

@@ -1,5 +1,7 @@
 // `ops --op conv2d | conv2d-backward-data | conv2d-backward-filter`:
-// refs::conv2d_*_ref, emu::conv2d_*_emu and gpu::conv2d_*_gpu (cuDNN).
+// refs::conv2d_*_ref_fp64 (on the operands rounded to their formats), emu::conv2d_*_emu and gpu::conv2d_*_gpu
+// (cuDNN).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -8,6 +10,7 @@
 #include "cli/ops/gemm_policy_option.h"
 #include "cli/ops/ops_registry.h"
 #include "emu/conv2d_emu.h"
+#include "emu/quantize.h"
 #include "gpu/conv2d_gpu.h"
 #include "refs/conv2d_ref.h"
 
@@ -74,6 +77,9 @@ OpResult run_conv2d(const OpArgs& args, std::vector<Side> sides) {
                                : dir == Direction::backward_data ? shape.x_size()
                                                                  : shape.weight_size();
   const auto a = normal_inputs(a_size, rng, 1.0), b = normal_inputs(b_size, rng, 1.0);
+  // The reference convolves the operands as the emulator sees them, rounded to their formats, so that the two
+  // differ only by the accumulation and the output rounding: an accumulation model that is off shows.
+  const std::vector<float> aq = emu::quantized_copy(a, policy.input), bq = emu::quantized_copy(b, policy.b_format());
   const auto compute = gpu_compute_for(policy);
   OpResult r;
   const char* out_name = dir == Direction::forward ? "y" : dir == Direction::backward_data ? "dx" : "dw";
@@ -82,9 +88,11 @@ OpResult run_conv2d(const OpArgs& args, std::vector<Side> sides) {
   for (Side& side : sides) {
     std::vector<float>& out = side.out[0];
     if (side.name == "ref") {
-      if (dir == Direction::forward) refs::conv2d_forward_ref(shape, a, b, out);
-      else if (dir == Direction::backward_data) refs::conv2d_backward_data_ref(shape, a, b, out);
-      else refs::conv2d_backward_filter_ref(shape, a, b, out);
+      std::vector<double> exact(out_size);  // FP64: every product exact, the sums nearly; one rounding to fp32
+      if (dir == Direction::forward) refs::conv2d_forward_ref_fp64(shape, aq, bq, exact);
+      else if (dir == Direction::backward_data) refs::conv2d_backward_data_ref_fp64(shape, aq, bq, exact);
+      else refs::conv2d_backward_filter_ref_fp64(shape, aq, bq, exact);
+      std::transform(exact.begin(), exact.end(), out.begin(), [](double x) { return static_cast<float>(x); });
       side.ran = true;
     } else if (side.name == "emu") {
       if (dir == Direction::forward) emu::conv2d_forward_emu(shape, a, b, out, policy, &r.counters);
@@ -107,38 +115,40 @@ OpResult run_conv2d(const OpArgs& args, std::vector<Side> sides) {
 
   // Every output element is a sum of at most L exact products (L from
   // Conv2dShape: c r s forward, k ceil(r/stride) ceil(s/stride) backward data,
-  // n p q backward filter). Each side is within a relative bound beta of
-  // op(|a|,|b|) element by element: rounding both inputs scales each product
-  // by at most 1 + gamma_2(u_in), a recursive sum in any order of L terms
-  // adds gamma_L(u_acc) (Higham 3.1; zero products from the padding add
-  // nothing), the output rounding one more factor 1 + u_out, so beta =
-  // (1 + gamma_2(u_in))(1 + gamma_L(u_acc))(1 + u_out) - 1. The reference:
-  // float inputs exact, Eigen's FP32 GEMM (and col2im's sums, a tree of at
-  // most L leaves per element) gamma_L(2^-24). cuDNN fp32: gamma_L(2^-24);
-  // fp16 tensors: u_in = u_out = 2^-11 and the tensor cores 2^-21 per step
-  // (the bound of the tensor-core model, see gemm_policy_option.h). Two sides
-  // differ by at most the sum of their betas, normwise relative to
-  // || op(|a|,|b|) ||_F, i.e. times the condition factor. (With normal(0,1)
-  // inputs, underflow's absolute errors are far below these bounds.)
+  // n p q backward filter) of the rounded operands aq, bq. Each side is within a
+  // relative bound beta of op(|aq|,|bq|) element by element: a recursive sum in
+  // any order of L terms adds gamma_L(u_acc) (Higham 3.1; zero products from the
+  // padding add nothing), the output rounding one more factor 1 + u_out; a side
+  // that rounds the unrounded inputs itself (the GPU) scales each product by at
+  // most 1 + gamma_2(u_in) more: beta = (1 + gamma_2(u_in))(1 + gamma_L(u_acc))
+  // (1 + u_out) - 1, with u_in = 0 for the emulator. The reference: FP64 on aq,
+  // bq (gamma_L(2^-53), negligible), rounded once to fp32: 2^-24. cuDNN fp32:
+  // gamma_L(2^-24); fp16 tensors: u_in = u_out = 2^-11 and the tensor cores
+  // 2^-21 per step (the bound of the tensor-core model, see
+  // gemm_policy_option.h). Two sides differ by at most the sum of their betas,
+  // normwise relative to || op(|aq|,|bq|) ||_F, i.e. times the condition
+  // factor. (With normal(0,1) inputs, underflow's absolute errors are far below
+  // these bounds.)
   const std::int64_t L = dir == Direction::forward         ? shape.forward_terms()
                          : dir == Direction::backward_data ? shape.backward_data_terms()
                                                            : shape.backward_filter_terms();
-  const double condition = dir == Direction::forward         ? refs::conv2d_condition(shape, a, b)
-                           : dir == Direction::backward_data ? refs::conv2d_backward_data_condition(shape, a, b)
-                                                             : refs::conv2d_backward_filter_condition(shape, a, b);
+  const double condition = dir == Direction::forward         ? refs::conv2d_condition(shape, aq, bq)
+                           : dir == Direction::backward_data ? refs::conv2d_backward_data_condition(shape, aq, bq)
+                                                             : refs::conv2d_backward_filter_condition(shape, aq, bq);
   auto gamma_or_infinity = [](std::int64_t k, double u) { return static_cast<double>(k) * u < 1 ? compare::gamma(k, u) : INFINITY; };
   auto beta = [&](double u_in, double u_acc, double u_out) {
     return (1 + compare::gamma(2, u_in)) * (1 + gamma_or_infinity(L, u_acc)) * (1 + u_out) - 1;
   };
-  const double ref_beta = gamma_or_infinity(L, 0x1p-24);
-  const double emu_beta =
-      beta(policy.input.unit_roundoff(), accumulation_unit_roundoff(policy), policy.output.unit_roundoff());
-  const double gpu_beta = compute == gpu::ConvCompute::fp16_fp32_accumulate ? beta(0x1p-11, 0x1p-21, 0x1p-11) : ref_beta;
+  const double ref_beta = 0x1p-24;
+  const double emu_beta = beta(0, accumulation_unit_roundoff(policy), policy.output.unit_roundoff());
+  const double gpu_beta = compute == gpu::ConvCompute::fp16_fp32_accumulate ? beta(0x1p-11, 0x1p-21, 0x1p-11)
+                                                                            : gamma_or_infinity(L, 0x1p-24);
   auto side_beta = [=](const std::string& name) {
     return name == "ref" ? ref_beta : name == "emu" ? emu_beta : gpu_beta;
   };
-  std::string why = "sum of both sides' bounds (1+gamma_2(u_in))(1+gamma_L(u_acc))(1+u_out)-1, L = " +
-                    std::to_string(L) + ", times || op(|a|,|b|) ||_F / || op(a,b) ||_F";
+  std::string why = "sum of both sides' bounds from the exact result of the rounded operands (ref 2^-24; emu "
+                    "(1+gamma_L(u_acc))(1+u_out)-1; gpu (1+gamma_2(u_in))(1+gamma_L(u_acc))(1+u_out)-1), L = " +
+                    std::to_string(L) + ", times || op(|aq|,|bq|) ||_F / || op(aq,bq) ||_F";
   r.tolerance = [=](std::size_t, const std::string& x, const std::string& y) {
     return compare::Tolerance::normwise((side_beta(x) + side_beta(y)) * condition, why);
   };
