@@ -20,13 +20,6 @@ namespace mpverify::experiments {
 
 namespace {
 
-// The PTX the probe issues, as the presets spell it after their architecture.
-constexpr std::array<const char*, 12> kInstructions = {
-    "mma.m16n8k16.f32.f16",       "mma.m16n8k16.f16.f16",       "mma.m16n8k16.f32.bf16", "mma.m16n8k8.f32.f16",
-    "mma.m16n8k8.f16.f16",        "mma.m16n8k8.f32.bf16",       "mma.m16n8k8.f32.tf32",  "mma.m16n8k4.f32.tf32",
-    "mma.m16n8k32.f32.e4m3",      "mma.m16n8k32.f32.e4m3.e5m2", "mma.m16n8k32.f32.e5m2.e4m3",
-    "mma.m16n8k32.f32.e5m2"};
-
 struct ModelRow {
   const emu::MmaModel* model;
   double identical = 0;  // to the hardware, or to the first model without one
@@ -87,7 +80,7 @@ void dump_cases(const std::filesystem::path& path, const emu::MmaModel& m, const
 }
 
 InstructionRow run_instruction(std::size_t index, int chain, const MmaProbeConfig& config, bool use_gpu) {
-  const std::string instruction = kInstructions[index];
+  const std::string instruction = gpu::mma_probe_instructions()[index];
   InstructionRow row;
   row.instruction = instruction;
   const std::vector<const emu::MmaModel*> models = models_of(instruction);
@@ -207,9 +200,9 @@ MmaProbeResult run_mma_probe(const MmaProbeConfig& c, const std::function<void(c
   }
   std::vector<InstructionRow> rows;
   result.json = {{"device", result.device}, {"gpu_reason", result.gpu_reason}, {"rows", nlohmann::ordered_json::array()}};
-  for (std::size_t i = 0; i < kInstructions.size(); ++i)
+  for (std::size_t i = 0; i < gpu::mma_probe_instructions().size(); ++i)
     for (int chain : {1, 4}) {
-      const char* instruction = kInstructions[i];
+      const std::string& instruction = gpu::mma_probe_instructions()[i];
       if (progress) progress(std::string(instruction) + ", chain of " + std::to_string(chain));
       rows.push_back(run_instruction(i, chain, c, use_gpu));
       for (const ModelRow& m : rows.back().models) {

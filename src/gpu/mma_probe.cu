@@ -4,6 +4,7 @@
 // 16-bit operands are packed two to a register, the lower-indexed element in the low half.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -16,7 +17,7 @@ namespace mpverify::gpu {
 
 namespace {
 
-enum class Ptx : int {
+enum class Ptx : int {  // in the order of mma_probe_instructions()
   k16_f32_f16, k16_f16_f16, k16_f32_bf16, k8_f32_f16, k8_f16_f16, k8_f32_bf16, k8_f32_tf32, k4_f32_tf32,
   k32_f32_e4m3_e4m3, k32_f32_e4m3_e5m2, k32_f32_e5m2_e4m3, k32_f32_e5m2_e5m2  // sm_89 and later
 };
@@ -169,20 +170,11 @@ __global__ void probe_kernel(Ptx p, int k, const std::uint32_t* a, const std::ui
   if (lane == 0) d[warp] = fp16_output(p) ? (h[0] & 0xFFFFu) : __float_as_uint(f[0]);
 }
 
+// The enum follows mma_probe_instructions()'s order.
 Ptx ptx_of(const emu::MmaModel& m) {
   const std::string ptx = m.name.substr(m.name.find('.') + 1);
-  if (ptx == "mma.m16n8k16.f32.f16") return Ptx::k16_f32_f16;
-  if (ptx == "mma.m16n8k16.f16.f16") return Ptx::k16_f16_f16;
-  if (ptx == "mma.m16n8k16.f32.bf16") return Ptx::k16_f32_bf16;
-  if (ptx == "mma.m16n8k8.f32.f16") return Ptx::k8_f32_f16;
-  if (ptx == "mma.m16n8k8.f16.f16") return Ptx::k8_f16_f16;
-  if (ptx == "mma.m16n8k8.f32.bf16") return Ptx::k8_f32_bf16;
-  if (ptx == "mma.m16n8k8.f32.tf32") return Ptx::k8_f32_tf32;
-  if (ptx == "mma.m16n8k32.f32.e4m3") return Ptx::k32_f32_e4m3_e4m3;
-  if (ptx == "mma.m16n8k32.f32.e4m3.e5m2") return Ptx::k32_f32_e4m3_e5m2;
-  if (ptx == "mma.m16n8k32.f32.e5m2.e4m3") return Ptx::k32_f32_e5m2_e4m3;
-  if (ptx == "mma.m16n8k32.f32.e5m2") return Ptx::k32_f32_e5m2_e5m2;
-  return Ptx::k4_f32_tf32;
+  const auto& list = mma_probe_instructions();
+  return static_cast<Ptx>(std::find(list.begin(), list.end(), ptx) - list.begin());
 }
 
 }  // namespace

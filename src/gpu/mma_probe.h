@@ -13,7 +13,12 @@
 
 namespace mpverify::gpu {
 
-// Empty when the probe can issue the model's instruction, else why not (e.g. wgmma and FP8 are not probed).
+// The PTX the probe issues, as the presets spell it after their architecture ("mma.m16n8k16.f32.f16"), in the
+// order of the kernel's own list: mma.sync shapes of Turing and Ampere (kept by every later architecture) and
+// the FP8 m16n8k32 of sm_89 and later with fp32 output.
+const std::vector<std::string>& mma_probe_instructions();
+
+// Empty when the probe can issue the model's instruction, else why not (wgmma, for one, is not probed).
 std::string mma_probe_unsupported_reason(const emu::MmaModel& m);
 
 // n = c.size() dot products of length K (a multiple of m.k): a and b hold n * K operand bits in m.a's and
