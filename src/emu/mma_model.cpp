@@ -206,17 +206,19 @@ std::uint32_t fused_dot_add(const MmaModel& m, const Decoders& d, std::span<cons
 std::uint32_t fp8_through_fp16(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                                std::uint32_t c, MmaCounts& counts) {
   static const formats::Format fp16 = formats::parse_format("fp16");
-  MmaModel hmma{m.name, fp16, fp16, fp32(), 16, m.fraction_bits, false, false, MmaOutput::fp32_toward_zero};
-  std::vector<std::uint32_t> a16[2], b16[2];
+  const MmaModel hmma{m.name, fp16, fp16, fp32(), 16, m.fraction_bits, false, false, MmaOutput::fp32_toward_zero};
+  static const Decoders fp16_decoders(hmma);  // tables of fp16 (and none for fp32): the same for every F
+  std::array<std::uint32_t, 16> a16[2], b16[2];  // validate(): k = 32, so 16 per group
+  std::size_t size[2] = {0, 0};
   formats::Flags exact;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::size_t group = i % 4 < 2 ? 0 : 1;  // the UNPACK_B of each register's low, then high, half
-    a16[group].push_back(formats::convert(m.a, a[i], fp16, {}, exact));
-    b16[group].push_back(formats::convert(m.b, b[i], fp16, {}, exact));
+    a16[group][size[group]] = formats::convert(m.a, a[i], fp16, {}, exact);
+    b16[group][size[group]++] = formats::convert(m.b, b[i], fp16, {}, exact);
   }
-  const Decoders fp16_decoders(hmma);
-  const std::uint32_t first = fused_dot_add(hmma, fp16_decoders, a16[0], b16[0], 0, counts);
-  const std::uint32_t partial = fused_dot_add(hmma, fp16_decoders, a16[1], b16[1], first, counts);
+  const auto half = [&](int g, std::array<std::uint32_t, 16>& v) { return std::span<const std::uint32_t>(v).first(size[g]); };
+  const std::uint32_t first = fused_dot_add(hmma, fp16_decoders, half(0, a16[0]), half(0, b16[0]), 0, counts);
+  const std::uint32_t partial = fused_dot_add(hmma, fp16_decoders, half(1, a16[1]), half(1, b16[1]), first, counts);
   formats::Flags flags;
   const std::uint32_t d = formats::add(fp32(), c, partial, {}, flags);  // FADD: to nearest-even
   ++counts.roundings;
@@ -267,18 +269,26 @@ double mma_unit_roundoff(const MmaModel& m) {
   return 2 * std::max(std::ldexp(1.0, 1 - m.fraction_bits), out);
 }
 
+namespace {
+
+// One instruction with its operands' decoders already looked up (a chain looks them up once).
+std::uint32_t instruction(const MmaModel& m, const Decoders& d, std::span<const std::uint32_t> a,
+                          std::span<const std::uint32_t> b, std::uint32_t c, MmaCounts& n) {
+  if (m.fp8_through_fp16) return fp8_through_fp16(m, a, b, c, n);
+  if (!m.split_halves) return fused_dot_add(m, d, a, b, c, n);
+  const std::size_t h = a.size() / 2;
+  const std::uint32_t first = fused_dot_add(m, d, a.first(h), b.first(h), c, n);
+  return fused_dot_add(m, d, a.subspan(h), b.subspan(h), first, n);
+}
+
+}  // namespace
+
 std::uint32_t mma_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                           std::uint32_t c, MmaCounts* counts) {
   if (a.size() != static_cast<std::size_t>(m.k) || b.size() != a.size())
     throw std::invalid_argument("mma_dot_add: " + m.name + " takes k = " + std::to_string(m.k) + " products");
   MmaCounts local;
-  MmaCounts& n = counts ? *counts : local;
-  if (m.fp8_through_fp16) return fp8_through_fp16(m, a, b, c, n);
-  const Decoders d(m);
-  if (!m.split_halves) return fused_dot_add(m, d, a, b, c, n);
-  const std::size_t h = a.size() / 2;
-  const std::uint32_t first = fused_dot_add(m, d, a.first(h), b.first(h), c, n);
-  return fused_dot_add(m, d, a.subspan(h), b.subspan(h), first, n);
+  return instruction(m, Decoders(m), a, b, c, counts ? *counts : local);
 }
 
 std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
@@ -290,15 +300,18 @@ std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::
   if (promotion_interval < 0 || (promotion_interval > 0 && (promotion_interval % m.k != 0 || !is_fp32(m.c))))
     throw std::invalid_argument("mma_dot: the promotion interval must be a multiple of k = " +
                                 std::to_string(m.k) + " with an fp32 output");
+  const Decoders decoders(m);
+  MmaCounts local;
+  MmaCounts& n = counts ? *counts : local;
   if (promotion_interval == 0) {
     std::uint32_t d = c;
-    for (std::size_t i = 0; i < a.size(); i += k) d = mma_dot_add(m, a.subspan(i, k), b.subspan(i, k), d, counts);
+    for (std::size_t i = 0; i < a.size(); i += k) d = instruction(m, decoders, a.subspan(i, k), b.subspan(i, k), d, n);
     return d;
   }
   std::uint32_t accumulator = c, partial = 0;
   formats::Flags flags;
   for (std::size_t i = 0; i < a.size(); i += k) {
-    partial = mma_dot_add(m, a.subspan(i, k), b.subspan(i, k), partial, counts);
+    partial = instruction(m, decoders, a.subspan(i, k), b.subspan(i, k), partial, n);
     if ((i + k) % static_cast<std::size_t>(promotion_interval) == 0 || i + k == a.size()) {
       accumulator = formats::add(fp32(), accumulator, partial, {}, flags);  // the CUDA cores' fp32 add,
       if (formats::is_nan(fp32(), accumulator)) accumulator = 0x7FFFFFFFu;  // whose NaN is the canonical one
