@@ -10,7 +10,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,7 +38,7 @@ float round_output(double exact, const TensorCoreInstruction& in) {
   if (in.output == Output::fp16_nearest_even) {
     r = static_cast<float>(static_cast<_Float16>(exact));  // one rounding to nearest-even; >= 65520 gives inf
   } else {
-    if (std::fabs(exact) >= 0x1p128) return std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(exact));
+    if (std::fabs(exact) >= 0x1p128) return exact > 0 ? INFINITY : -INFINITY;
     r = static_cast<float>(exact);                                        // to nearest ...
     if (std::fabs(static_cast<double>(r)) > std::fabs(exact)) r = std::nextafter(r, 0.0f);  // ... then toward zero
     if (in.output == Output::e8m13_toward_zero)  // 13 fraction bits: drop fp32's low 10 toward zero

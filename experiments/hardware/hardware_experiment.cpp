@@ -83,7 +83,8 @@ std::vector<Model> fp32_accumulating_and_chain_models(const Format& input, const
     models.push_back(instruction_chain(preset + type, input, output, K));
   // A wider fused operation than the published k = 16, in case the library's instruction sums more at once.
   Model wide = instruction_chain("sm90.wgmma.k16.f32." + type, input, output, K);
-  wide.policy.mma = emu::mma_custom(input, input, parse_format("fp32"), 32, 25, false, emu::MmaOutput::fp32_toward_zero);
+  wide.policy.mma =
+      emu::mma_custom(input, input, parse_format("fp32"), 32, 25, false, emu::MmaOutput::fp32_toward_zero);
   wide.name = "chain of a custom k = 32, F = 25 instruction";
   models.push_back(wide);
   for (const int slices : {2, 4, 8, 16})

@@ -64,7 +64,8 @@ void gemm_fp8_gpu(const ops::GemmShape& s, std::span<const float> a, const forma
 
   // Column-major: row-major C (m x n) is C^T (n x m) = B^T A^T. cuBLASLt's FP8 wants its first operand
   // transposed and both K-major: B^T stored as B's columns (k contiguous), A's rows as they are.
-  const std::vector<std::uint8_t> b_columns = encode(b, b_format, s.k, s.n, true), a_rows = encode(a, a_format, s.m, s.k, false);
+  const std::vector<std::uint8_t> b_columns = encode(b, b_format, s.k, s.n, true);
+  const std::vector<std::uint8_t> a_rows = encode(a, a_format, s.m, s.k, false);
   DeviceBuffer da(a_rows.size()), db(b_columns.size()), dc(c.size_bytes());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(da.get(), a_rows.data(), a_rows.size(), cudaMemcpyHostToDevice));
   MPVERIFY_CUDA_CHECK(cudaMemcpy(db.get(), b_columns.data(), b_columns.size(), cudaMemcpyHostToDevice));
@@ -74,7 +75,8 @@ void gemm_fp8_gpu(const ops::GemmShape& s, std::span<const float> a, const forma
   MPVERIFY_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
   const std::int8_t fast = fast_accumulation ? 1 : 0;
-  MPVERIFY_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &transposed, sizeof transposed));
+  MPVERIFY_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSA, &transposed, sizeof transposed));
   MPVERIFY_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain));
   MPVERIFY_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
   MPVERIFY_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt.a, fp8_type(b_format), s.k, s.n, s.k));
