@@ -1,7 +1,7 @@
 // Properties of the emulated GEMM: exactness on integer inputs, the
 // tensor-core model's reduction to fp32 accumulation, the size of the
-// effect of summation order, and the fp16-accumulation tiles' agreement with
-// the portable loop on adversarial inputs.
+// effect of summation order, and the fp16- and fp32-accumulation tiles'
+// agreement with the portable loop on adversarial inputs.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -178,6 +178,48 @@ RC_GTEST_PROP(GemmProperties, Fp16TilesEqualThePortableLoop, ()) {
   RC_ASSERT(*tile_counts.find("gemm.accumulate") == *portable_counts.find("gemm.accumulate"));
   RC_CLASSIFY(portable_counts.find("gemm.accumulate")->swamped > 0, "swamping");
   RC_CLASSIFY(portable_counts.find("gemm.accumulate")->subnormal > 0, "subnormal results");
+  checks.count();
+}
+
+// The AVX-512 fp32-accumulation tiles (counted and uncounted) against the
+// portable loop: the same bits and the same "gemm.accumulate" counts, on the
+// fp16 families above, taken as fp32 inputs scaled so that products also
+// overflow fp32 (2^60: from 2^120 up), inputs become infinite (2^125: from
+// 8 up; then inf * 0 and inf - inf make NaN) or products fall below 2^-149
+// (2^-70); the last three send tiles to their exact step. Tiles of 8 x 32
+// and remainders.
+RC_GTEST_PROP(GemmProperties, Fp32TilesEqualThePortableLoop, ()) {
+  auto& checks = expect_checks(100);
+  const GemmShape s{*rc::gen::inRange(8, 20), *rc::gen::inRange(32, 80), *rc::gen::inRange(1, 300)};
+  const int family_a = *rc::gen::inRange(0, 6), family_b = *rc::gen::inRange(0, 6);
+  auto a = tile_inputs(family_a, s.a_size()), b = tile_inputs(family_b, s.b_size());
+  const auto scale = rc::gen::element(1.0f, 0x1p60f, 0x1p125f, 0x1p-70f);
+  const float scale_a = *scale, scale_b = *scale;
+  for (auto& x : a) x *= scale_a;  // a power of two: exact, or inf beyond fp32's range
+  for (auto& x : b) x *= scale_b;
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp32;
+  policy.input = formats::parse_format("fp32");
+  std::vector<float> tiles(s.c_size()), uncounted(s.c_size()), portable(s.c_size());
+  emu::CounterSet tile_counts, portable_counts;
+  emu::gemm_emu(s, a, b, tiles, policy, &tile_counts);
+  emu::gemm_emu(s, a, b, uncounted, policy);
+  policy.simd = false;
+  emu::gemm_emu(s, a, b, portable, policy, &portable_counts);
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> out(v.size());
+    std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::bit_cast<std::uint32_t>(x); });
+    return out;
+  };
+  RC_ASSERT(bits(tiles) == bits(portable));
+  RC_ASSERT(bits(uncounted) == bits(portable));
+  const emu::Counters& p = *portable_counts.find("gemm.accumulate");
+  RC_ASSERT(*tile_counts.find("gemm.accumulate") == p);
+  RC_ASSERT(p.elements == static_cast<std::uint64_t>(s.m) * s.n * s.k);
+  RC_CLASSIFY(p.swamped > 0, "swamping");
+  RC_CLASSIFY(p.overflow > 0, "overflow");
+  RC_CLASSIFY(p.nan_created > 0, "NaN created");
+  RC_CLASSIFY(scale_a * scale_b < 0x1p-100f, "products below 2^-149");
   checks.count();
 }
 

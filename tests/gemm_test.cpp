@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -229,7 +230,9 @@ TEST(GemmEmu, RoundedInputsGiveGemmEmusResultsAndCounts) {
     for (std::size_t i = 0; i < c_full.size(); ++i)
       ASSERT_EQ(std::bit_cast<std::uint32_t>(c_full[i]), std::bit_cast<std::uint32_t>(c_rounded[i])) << i;
     EXPECT_EQ(*full.find("gemm.c"), *rounded.find("gemm.c"));
-    if (acc != Accumulation::fp16) EXPECT_GT(rounded.find("gemm.c")->inexact, 0u);  // fp16 sums are fp16 already
+    if (acc != Accumulation::fp16) {
+      EXPECT_GT(rounded.find("gemm.c")->inexact, 0u);  // fp16 sums are fp16 already
+    }
     if (acc == Accumulation::fp16) {
       EXPECT_EQ(*full.find("gemm.accumulate"), *rounded.find("gemm.accumulate"));
       EXPECT_GT(rounded.find("gemm.accumulate")->overflow, 0u);
@@ -479,6 +482,194 @@ TEST(GemmEmuFp16Tiles, IntegersAndOverflowingTilesMatchThePortableLoop) {
   for (float x : special.c) finite += std::isfinite(x), nan += std::isnan(x);
   EXPECT_GT(nan, 0u);
   EXPECT_GT(finite, special.c.size() / 2);
+}
+
+}  // namespace
+
+namespace {
+
+using namespace mpverify;
+
+// fp32 accumulation's counts at "gemm.accumulate" (every FMA step), through
+// the AVX-512 tiles (simd) and the portable loop, for the same inputs.
+struct Fp32Run {
+  emu::Counters counts;
+  std::vector<float> c;
+};
+Fp32Run fp32_accumulation(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b, bool simd,
+                          const formats::Format& input = formats::parse_format("fp16")) {
+  emu::GemmPolicy policy;
+  policy.accumulation = Accumulation::fp32;
+  policy.input = input;
+  policy.simd = simd;
+  Fp32Run r{{}, std::vector<float>(s.c_size())};
+  emu::CounterSet counters;
+  emu::gemm_emu(s, a, b, r.c, policy, &counters);
+  const emu::Counters* acc = counters.find("gemm.accumulate");
+  EXPECT_NE(acc, nullptr);
+  if (acc) r.counts = *acc;
+  return r;
+}
+
+// Every element: 4096 * 4096 = 2^24 first, then k - 1 products 1 * b. In fp32
+// 2^24 + 1 is a tie between 2^24 (even) and 2^24 + 2: each 1 is lost. Columns
+// j = 0 mod 3 have b = 0 after the first step: no addends there, and no loss.
+// 9 x 40: one 8 x 32 tile, and the portable loop's last row and 8 columns.
+TEST(GemmEmuFp32Counts, OnesAddedTo2To24AreAllLost) {
+  const int m = 9, n = 40, k = 101;
+  const GemmShape s{m, n, k};
+  std::vector<float> a(s.a_size(), 1.0f), b(s.b_size());
+  for (int i = 0; i < m; ++i) a[static_cast<std::size_t>(i) * k] = 4096.0f;
+  for (int j = 0; j < n; ++j) b[static_cast<std::size_t>(j)] = 4096.0f;
+  for (int kk = 1; kk < k; ++kk)
+    for (int j = 0; j < n; ++j) b[static_cast<std::size_t>(kk) * n + j] = j % 3 == 0 ? 0.0f : 1.0f;
+  const int zero_columns = (n + 2) / 3;  // j = 0, 3, ..., 39: 14
+  for (bool simd : {true, false}) {
+    const Fp32Run r = fp32_accumulation(s, a, b, simd);
+    for (float x : r.c) EXPECT_EQ(x, 0x1p24f);
+    EXPECT_EQ(r.counts.elements, 9u * 40 * 101) << simd;
+    // the first step everywhere, then the k - 1 ones in the 26 non-zero columns
+    EXPECT_EQ(r.counts.addends_nonzero, 9u * 40 + 9u * (40 - zero_columns) * 100) << simd;
+    EXPECT_EQ(r.counts.swamped, 9u * (40 - zero_columns) * 100) << simd;
+    EXPECT_EQ(r.counts.overflow, 0u);
+    EXPECT_EQ(r.counts.nonfinite_in, 0u);
+    EXPECT_EQ(r.counts.nan_created, 0u);
+    EXPECT_EQ(r.counts.inexact, 0u);  // not counted for this model (gemm_emu.h)
+  }
+  // 2^24 + 2 is a float: adding twos is never lost.
+  for (int kk = 1; kk < k; ++kk)
+    for (int j = 0; j < n; ++j) b[static_cast<std::size_t>(kk) * n + j] = 2.0f;
+  EXPECT_EQ(fp32_accumulation(s, a, b, true).counts.swamped, 0u);
+}
+
+// Products far below 2^-149 (fp32 inputs): a*b rounds to 0. Added to c = 0
+// that is an update but not a lost one (c is 0); added to c = 1 it is lost.
+// The tiles take their exact step for such products.
+TEST(GemmEmuFp32Counts, TinyProductsAreLostOnlyOnANonZeroSum) {
+  const formats::Format fp32 = formats::parse_format("fp32");
+  const int m = 8, n = 32, k = 4;
+  const GemmShape s{m, n, k};
+  std::vector<float> a(s.a_size(), 0x1p-100f), b(s.b_size(), 0x1p-60f);
+  for (bool simd : {true, false}) {
+    const Fp32Run zero_sum = fp32_accumulation(s, a, b, simd, fp32);
+    for (float x : zero_sum.c) EXPECT_EQ(x, 0.0f);
+    EXPECT_EQ(zero_sum.counts.addends_nonzero, 8u * 32 * 4);
+    EXPECT_EQ(zero_sum.counts.swamped, 0u);
+  }
+  for (int i = 0; i < m; ++i) a[static_cast<std::size_t>(i) * k] = 1.0f;
+  for (int j = 0; j < n; ++j) b[static_cast<std::size_t>(j)] = 1.0f;
+  for (bool simd : {true, false}) {
+    const Fp32Run one = fp32_accumulation(s, a, b, simd, fp32);
+    for (float x : one.c) EXPECT_EQ(x, 1.0f);
+    EXPECT_EQ(one.counts.addends_nonzero, 8u * 32 * 4);
+    EXPECT_EQ(one.counts.swamped, 8u * 32 * 3);
+  }
+}
+
+// k = 5 steps per element, fp32 inputs (infinities come in as they are).
+// Row 1 is (inf, 1, 1, 1, 1), every other row (2^100, 2^100, -inf, 1, 0);
+// column 1 is (0, 1, 1, 1, 1), every other column (2^100, 1, 1, 1, 1).
+//  - other row, other column: 0 + 2^200 = inf (overflow, from finite values;
+//    an update), inf + 2^100 (non-finite in), inf - inf = NaN (created),
+//    NaN + 1 and NaN + 0 (non-finite in): 1 overflow, 1 created, 3 in, 1 update;
+//  - other row, column 1: 0 + 0 (no update), 0 + 2^100 (an update), then
+//    2^100 - inf = -inf, -inf + 1, -inf + 0 (non-finite in): 3 in, 1 update;
+//  - row 1, other column: inf * 2^100, then inf + 1 four times: 5 in;
+//  - row 1, column 1: 0 + inf * 0 = NaN (created), then NaN + 1: 1 created, 4 in.
+TEST(GemmEmuFp32Counts, OverflowAndNaNByHand) {
+  const formats::Format fp32 = formats::parse_format("fp32");
+  const float inf = std::numeric_limits<float>::infinity();
+  for (GemmShape s : {GemmShape{8, 32, 5}, GemmShape{9, 33, 5}}) {  // one tile; a tile and the portable edges
+    std::vector<float> a(s.a_size()), b(s.b_size());
+    const std::vector<float> row = {0x1p100f, 0x1p100f, -inf, 1.0f, 0.0f}, row1 = {inf, 1.0f, 1.0f, 1.0f, 1.0f};
+    const std::vector<float> column = {0x1p100f, 1.0f, 1.0f, 1.0f, 1.0f}, column1 = {0.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    for (int i = 0; i < s.m; ++i)
+      for (int kk = 0; kk < 5; ++kk) a[static_cast<std::size_t>(i) * 5 + kk] = (i == 1 ? row1 : row)[kk];
+    for (int kk = 0; kk < 5; ++kk)
+      for (int j = 0; j < s.n; ++j) b[static_cast<std::size_t>(kk) * s.n + j] = (j == 1 ? column1 : column)[kk];
+    const std::uint64_t M = static_cast<std::uint64_t>(s.m) - 1, N = static_cast<std::uint64_t>(s.n) - 1;
+    for (bool simd : {true, false}) {
+      const Fp32Run r = fp32_accumulation(s, a, b, simd, fp32);
+      EXPECT_TRUE(std::isnan(r.c[0]));
+      EXPECT_EQ(r.c[1], -inf);
+      EXPECT_EQ(r.counts.elements, (M + 1) * (N + 1) * 5);
+      EXPECT_EQ(r.counts.overflow, M * N) << simd;
+      EXPECT_EQ(r.counts.nan_created, M * N + 1) << simd;
+      EXPECT_EQ(r.counts.nonfinite_in, 3 * M * N + 3 * M + 5 * N + 4) << simd;
+      EXPECT_EQ(r.counts.addends_nonzero, M * N + M) << simd;
+      EXPECT_EQ(r.counts.swamped, 0u) << simd;
+    }
+  }
+}
+
+// The counts against a recount written here, per step in double from the
+// definitions (lost_update.h, counters.h), on random fp16 values with zeros,
+// large and tiny magnitudes (so that sums swamp small products), and with fp32
+// inputs that reach infinities, NaN and products below 2^-149. Both paths.
+TEST(GemmEmuFp32Counts, MatchARecountOnRandomInputs) {
+  const GemmShape s{19, 69, 300};  // 8 x 32 tiles plus 3 last rows and 5 last columns
+  for (int variant = 0; variant < 3; ++variant) {
+    std::mt19937_64 rng(40 + variant);
+    std::uniform_int_distribution<int> pick(0, 999);
+    std::normal_distribution<double> normal;
+    auto value = [&]() -> float {
+      const int p = pick(rng);
+      if (p < 150) return 0.0f;
+      if (p < 250) return static_cast<float>(normal(rng) * 1000.0);
+      if (p < 400) return static_cast<float>(normal(rng) * 1e-3);
+      if (variant == 2 && p < 404) return 0x1p100f;  // two of them overflow
+      if (variant == 2 && p == 404) return pick(rng) < 100 ? -std::numeric_limits<float>::infinity() : 1.0f;
+      if (variant >= 1 && p < 410) return static_cast<float>(normal(rng) * 0x1p-90);
+      return static_cast<float>(normal(rng));
+    };
+    std::vector<float> a(s.a_size()), b(s.b_size());
+    for (auto& x : a) x = value();
+    for (auto& x : b) x = value();
+    const formats::Format input = formats::parse_format(variant == 0 ? "fp16" : "fp32");
+    if (variant == 0) {
+      emu::quantize(a, a, emu::QuantizeSpec{input});
+      emu::quantize(b, b, emu::QuantizeSpec{input});
+    }
+    // The recount: c <- fmaf(a, b, c) (one rounding, the C library's), each step classified in double.
+    emu::Counters expected;
+    std::vector<float> c_expected(s.c_size());
+    for (int i = 0; i < s.m; ++i)
+      for (int j = 0; j < s.n; ++j) {
+        float c = 0.0f;
+        for (int kk = 0; kk < s.k; ++kk) {
+          const float x = a[static_cast<std::size_t>(i) * s.k + kk], y = b[static_cast<std::size_t>(kk) * s.n + j];
+          const float r = std::fmaf(x, y, c);
+          const double product = static_cast<double>(x) * y;
+          const bool finite_in = std::isfinite(x) && std::isfinite(y) && std::isfinite(c);
+          const bool created = std::isnan(r) && !std::isnan(x) && !std::isnan(y) && !std::isnan(c);
+          const bool update = finite_in && product != 0.0;
+          expected.elements += 1;
+          expected.addends_nonzero += update;
+          expected.swamped += update && c != 0.0f && r == c;
+          expected.overflow += finite_in && std::isinf(r);
+          expected.nan_created += created;
+          expected.nonfinite_in += !finite_in && !created;
+          c = r;
+        }
+        c_expected[static_cast<std::size_t>(i) * s.n + j] = c;
+      }
+    for (bool simd : {true, false}) {
+      const Fp32Run r = fp32_accumulation(s, a, b, simd, input);
+      EXPECT_EQ(r.counts, expected) << "variant " << variant << " simd " << simd;
+      for (std::size_t e = 0; e < r.c.size(); ++e) {
+        if (std::isnan(c_expected[e])) EXPECT_TRUE(std::isnan(r.c[e])) << e;
+        else EXPECT_EQ(std::bit_cast<std::uint32_t>(r.c[e]), std::bit_cast<std::uint32_t>(c_expected[e])) << e;
+      }
+    }
+    // The inputs reached what they were made for.
+    EXPECT_GT(expected.swamped, 1000u) << variant;
+    EXPECT_LT(expected.addends_nonzero, expected.elements) << variant;
+    if (variant == 2) {
+      EXPECT_GT(expected.overflow, 0u);
+      EXPECT_GT(expected.nan_created, 0u);
+      EXPECT_GT(expected.nonfinite_in, 0u);
+    }
+  }
 }
 
 }  // namespace

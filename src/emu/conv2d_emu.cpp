@@ -56,7 +56,8 @@ void blocked_gemm(int rows, int terms, int columns, std::span<const float> a, co
 
 Sites sites_of(CounterSet* counters, const GemmPolicy& policy, const std::string& op, const char* output) {
   if (counters == nullptr) return {nullptr, nullptr};
-  const bool steps_counted = policy.accumulation == Accumulation::fp16 || policy.accumulation == Accumulation::mma;
+  // Every model counts its steps but the Fasi et al. block model, which has no counters.
+  const bool steps_counted = policy.accumulation != Accumulation::tensor_core;
   return {steps_counted ? &counters->at(op + ".accumulate") : nullptr,
           &counters->at(op + "." + output)};
 }

@@ -61,13 +61,25 @@ std::vector<Block> rest_of(const ops::GemmShape& s, int r, int c) {
   return rest;
 }
 
+// The same row, each step counted (detail::count_fp32_step).
+void fma_row_counted(float a, const float* b, float* acc, int n, Counters& counters) {
+  for (int j = 0; j < n; ++j) {
+    const float result = std::fma(a, b[j], acc[j]);
+    detail::count_fp32_step(counters, a, b[j], acc[j], result);
+    acc[j] = result;
+  }
+}
+
 void accumulate_fp32(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
-                     std::vector<float>& acc, const GemmPolicy& policy) {
+                     std::vector<float>& acc, const GemmPolicy& policy, Counters* counters) {
   __builtin_cpu_init();
   const bool fma_unit = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  Counters local;
   std::vector<Block> blocks = {{0, s.m, 0, s.n}};
-  if (policy.simd && detail::cpu_has_avx512()) {
-    const auto cover = detail::fp32_accumulate_tiles_avx512(A.data(), B.data(), acc.data(), s.m, s.n, s.k);
+  // The kernel's 32-bit lane counters take at most 2R = 16 per k step per tile: k < 2^28 keeps them exact.
+  if (policy.simd && (!counters || s.k < (1 << 28)) && detail::cpu_has_avx512()) {
+    const auto cover = detail::fp32_accumulate_tiles_avx512(A.data(), B.data(), acc.data(), s.m, s.n, s.k,
+                                                            counters ? &local : nullptr);
     blocks = rest_of(s, cover.rows, cover.columns);
   }
   for (const Block& blk : blocks)
@@ -77,9 +89,11 @@ void accumulate_fp32(const ops::GemmShape& s, std::span<const float> A, std::spa
         const float* b = &B[static_cast<std::size_t>(kk) * s.n + blk.column_begin];
         float* c = &acc[static_cast<std::size_t>(i) * s.n + blk.column_begin];
         const int width = blk.column_end - blk.column_begin;
-        if (fma_unit) fma_row_hardware(a, b, c, width);
+        if (counters) fma_row_counted(a, b, c, width, local);
+        else if (fma_unit) fma_row_hardware(a, b, c, width);
         else fma_row_portable(a, b, c, width);
       }
+  if (counters) *counters += local;
 }
 
 // The SIMD kernel needs every input to be an fp16 value (so products are
@@ -200,7 +214,7 @@ void multiply_rounded(const ops::GemmShape& s, std::span<const float> A, std::sp
                       const GemmPolicy& policy, CounterSet* counters) {
   std::vector<float> acc(s.c_size(), 0.0f);
   switch (policy.accumulation) {
-    case Accumulation::fp32: accumulate_fp32(s, A, B, acc, policy); break;
+    case Accumulation::fp32: accumulate_fp32(s, A, B, acc, policy, site_counters(counters, "gemm.accumulate")); break;
     case Accumulation::fp16: accumulate_fp16(s, A, B, acc, policy, site_counters(counters, "gemm.accumulate")); break;
     case Accumulation::tensor_core: accumulate_tensor_core(s, A, B, acc, policy.tensor_core); break;
     case Accumulation::mma: accumulate_mma(s, A, B, acc, policy, site_counters(counters, "gemm.accumulate")); break;

@@ -59,7 +59,18 @@ struct GemmPolicy {
 // Counter sites: "gemm.a" and "gemm.b" (input rounding), "gemm.accumulate"
 // (fp16 accumulation: every step; swamping = a lost update of c by a*b,
 // emu/lost_update.h; mma: every instruction's terms and rounding, see
-// mma_counters_into), "gemm.c" (output rounding).
+// mma_counters_into; fp32: see below), "gemm.c" (output rounding).
+//
+// fp32 accumulation at "gemm.accumulate", per step (one FMA, c <- fl32(c + a*b)):
+// elements, addends_nonzero and swamped (count_update with u = a*b exact),
+// overflow (finite a, b, c, infinite result), nan_created (a NaN from non-NaN
+// a, b, c: inf * 0, inf - inf) and nonfinite_in (an inf or NaN among a, b, c,
+// when the step did not create the NaN). NOT counted, left 0: inexact,
+// zeros_in, underflow, underflow_to_zero, subnormal. A 0 there does not mean
+// "exact" or "no zeros": counting inexact (two more FMAs per step, with
+// directed rounding) made the counted GEMM about 4x the uncounted one at
+// 1024^3 (5x at 512^3), and zeros_in (one more compare) about 3x, against
+// about 1.9x without them (bench_gemm). tensor_core counts nothing there.
 void gemm_emu(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters = nullptr);
 

@@ -23,6 +23,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -293,13 +295,64 @@ __attribute__((target("avx512f,avx2,popcnt"))) void fp16_tiles(const float* A, c
   }
 }
 
+// fp32 accumulation, counted: count_fp32_step (gemm_emu_simd.h) on masks.
+//
+// fp32_step_exact takes every count per lane, for any a, b, c.
+__attribute__((target("avx512f"))) inline __m512 fp32_step_exact(__m512 a, __m512 b, __m512 c, LaneCounts& n) {
+  const __m512 zero = _mm512_setzero_ps(), infinity = _mm512_set1_ps(__builtin_inff());
+  const __m512 result = _mm512_fmadd_ps(a, b, c);
+  const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(a), infinity, _CMP_LT_OQ) &
+                           _mm512_cmp_ps_mask(_mm512_abs_ps(b), infinity, _CMP_LT_OQ) &
+                           _mm512_cmp_ps_mask(_mm512_abs_ps(c), infinity, _CMP_LT_OQ);
+  const __mmask16 nan_in =
+      _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+  const __mmask16 created = _mm512_cmp_ps_mask(result, result, _CMP_UNORD_Q) & static_cast<__mmask16>(~nan_in);
+  bump(n.nan_created, created);
+  bump(n.nonfinite, static_cast<__mmask16>(~finite & ~created));
+  bump(n.overflow, _mm512_mask_cmp_ps_mask(finite, _mm512_abs_ps(result), infinity, _CMP_EQ_OQ));
+  // count_update: u = a*b != 0 (a != 0 and b != 0), u and c finite; lost when c != 0 and result == c
+  const __mmask16 addend = _mm512_mask_cmp_ps_mask(_mm512_mask_cmp_ps_mask(finite, a, zero, _CMP_NEQ_OQ), b, zero,
+                                                   _CMP_NEQ_OQ);
+  bump(n.addends, addend);
+  bump(n.swamped, _mm512_mask_cmp_ps_mask(_mm512_mask_cmp_ps_mask(addend, c, zero, _CMP_NEQ_OQ), result, c, _CMP_EQ_OQ));
+  return result;
+}
+
+// The cheap count, for a tile whose accumulators end finite and whose
+// non-zero products are not below 2^-149 in magnitude (the smallest non-zero
+// |a| of its rows times the smallest non-zero |b| of its panel, which holds for
+// fp16 inputs always and for bf16 and fp32 data unless values near 2^-75
+// meet). Then
+//  - every a, b, c and result was finite (a non-finite a or b makes the
+//    result inf or NaN, and from inf or NaN every later result is inf or NaN):
+//    no nonfinite_in, overflow or nan_created;
+//  - a lane with a zero factor has result == c (by value: c + 0) and no
+//    addend; a lane with an addend and c == 0 has result = fl(a*b) != 0
+//    (|a*b| >= 2^-149), not a lost update; one with c != 0 is a lost update
+//    exactly when result == c. So the lanes with result == c are the lost
+//    updates plus the zero-factor lanes, and the addends are the lanes less
+//    the zero-factor ones: the caller counts both from the operands'
+//    non-zeros (fp32_tiles), the tile only result == c.
+// Per vector: the FMA, a compare and a masked add (one lane counter per row).
+// A lane counter takes at most 2 per k step.
+struct Fp32TileCounts {
+  std::uint64_t equal = 0;
+};
+
 // One R x 32 tile of C in registers for the whole k loop, over a packed panel
 // of B (32 floats per k); each element still accumulates in k order, one
-// fp32 FMA per step.
-template <int R>
-__attribute__((target("avx512f"))) inline void fp32_tile(const float* a_rows, const float* panel, float* out, int n,
-                                                          int k) {
+// fp32 FMA per step. Count (not Exact): returns false (storing and counting
+// nothing) when an accumulator ends non-finite; Exact: every step through
+// fp32_step_exact.
+template <int R, bool Count, bool Exact>
+__attribute__((target("avx512f"))) inline bool fp32_tile(const float* a_rows, const float* panel, float* out, int n,
+                                                          int k, Fp32TileCounts* tile_counts, LaneCounts* lanes) {
   __m512 c[R][2];
+  [[maybe_unused]] const __m512i one = _mm512_set1_epi32(1);
+  // One lane counter per row (measured: as fast as a single one at 512^3 and 1024^3).
+  [[maybe_unused]] __m512i equal[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) equal[r] = _mm512_setzero_si512();
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) c[r][0] = c[r][1] = _mm512_setzero_ps();
   for (int kk = 0; kk < k; ++kk) {
@@ -308,29 +361,121 @@ __attribute__((target("avx512f"))) inline void fp32_tile(const float* a_rows, co
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 a = _mm512_set1_ps(a_rows[static_cast<std::size_t>(r) * k + kk]);
-      c[r][0] = _mm512_fmadd_ps(a, b0, c[r][0]);  // one rounding per step: an fp32 FMA
-      c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
+      if constexpr (Exact) {
+        c[r][0] = fp32_step_exact(a, b0, c[r][0], *lanes);
+        c[r][1] = fp32_step_exact(a, b1, c[r][1], *lanes);
+      } else if constexpr (Count) {
+        const __m512 x0 = _mm512_fmadd_ps(a, b0, c[r][0]);
+        const __m512 x1 = _mm512_fmadd_ps(a, b1, c[r][1]);
+        equal[r] = _mm512_mask_add_epi32(equal[r], _mm512_cmp_ps_mask(x0, c[r][0], _CMP_EQ_OQ), equal[r], one);
+        equal[r] = _mm512_mask_add_epi32(equal[r], _mm512_cmp_ps_mask(x1, c[r][1], _CMP_EQ_OQ), equal[r], one);
+        c[r][0] = x0;
+        c[r][1] = x1;
+      } else {
+        c[r][0] = _mm512_fmadd_ps(a, b0, c[r][0]);  // one rounding per step: an fp32 FMA
+        c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
+      }
     }
+  }
+  if constexpr (Count && !Exact) {
+    for (int r = 0; r < R; ++r)
+      if (!all_finite(c[r][0]) || !all_finite(c[r][1])) return false;
+    for (int r = 1; r < R; ++r) equal[0] = _mm512_add_epi32(equal[0], equal[r]);
+    tile_counts->equal = sum(equal[0]);
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     _mm512_storeu_ps(out + static_cast<std::size_t>(r) * n, c[r][0]);
     _mm512_storeu_ps(out + static_cast<std::size_t>(r) * n + 16, c[r][1]);
   }
+  return true;
 }
 
-// Panels of 32 columns of B packed contiguous, as for fp16 above.
-template <int R>
+// The smaller of m and |x| when x != 0 (zeros make no non-zero product; NaN leaves m).
+inline float min_nonzero_magnitude(float m, float x) {
+  const float ax = std::fabs(x);
+  return ax != 0 && ax < m ? ax : m;
+}
+
+// Panels of 32 columns of B packed contiguous, as for fp16 above. Counting,
+// the operands' non-zeros give the fast tiles' addends (sum over k of the
+// tile rows' non-zero a times the panel row's non-zero b), per panel from
+// A's column counts, less the tiles that took the exact step.
+template <int R, bool Count>
 __attribute__((target("avx512f"))) void fp32_tiles(const float* A, const float* B, float* acc, int m, int n_whole,
-                                                   int n, int k) {
+                                                   int n, int k, Counters* counters) {
   std::vector<float> panel(static_cast<std::size_t>(k) * 32);
+  const int m_whole = m - m % R;
+  // Counting only: per k, A's non-zeros over the tiled rows, and each row's smallest non-zero |a|.
+  std::vector<std::uint32_t> a_nonzero, b_nonzero;
+  std::vector<float> row_min;
+  std::uint64_t fast_lanes = 0, fast_addends = 0, equal = 0;
+  LaneCounts lanes;
+  clear(lanes);
+  std::uint64_t exact_steps = 0;
+  if constexpr (Count) {
+    a_nonzero.assign(static_cast<std::size_t>(k), 0);
+    b_nonzero.resize(static_cast<std::size_t>(k));
+    row_min.assign(static_cast<std::size_t>(m_whole), __builtin_inff());
+    for (int i = 0; i < m_whole; ++i)
+      for (int kk = 0; kk < k; ++kk) {
+        const float x = A[static_cast<std::size_t>(i) * k + kk];
+        a_nonzero[static_cast<std::size_t>(kk)] += x != 0;
+        row_min[static_cast<std::size_t>(i)] = min_nonzero_magnitude(row_min[static_cast<std::size_t>(i)], x);
+      }
+  }
   for (int j0 = 0; j0 < n_whole; j0 += 32) {
     for (int kk = 0; kk < k; ++kk)
       std::memcpy(&panel[static_cast<std::size_t>(kk) * 32], B + static_cast<std::size_t>(kk) * n + j0,
                   32 * sizeof(float));
-    for (int i0 = 0; i0 + R <= m; i0 += R)
-      fp32_tile<R>(A + static_cast<std::size_t>(i0) * k, panel.data(), acc + static_cast<std::size_t>(i0) * n + j0,
-                   n, k);
+    if constexpr (!Count) {
+      for (int i0 = 0; i0 + R <= m; i0 += R)
+        fp32_tile<R, false, false>(A + static_cast<std::size_t>(i0) * k, panel.data(),
+                                   acc + static_cast<std::size_t>(i0) * n + j0, n, k, nullptr, nullptr);
+    } else {
+      float panel_min = __builtin_inff();
+      std::uint64_t panel_addends = 0;
+      for (int kk = 0; kk < k; ++kk) {
+        std::uint32_t nonzero = 0;
+        for (int j = 0; j < 32; ++j) {
+          const float x = panel[static_cast<std::size_t>(kk) * 32 + j];
+          nonzero += x != 0;
+          panel_min = min_nonzero_magnitude(panel_min, x);
+        }
+        b_nonzero[static_cast<std::size_t>(kk)] = nonzero;
+        panel_addends += static_cast<std::uint64_t>(a_nonzero[static_cast<std::size_t>(kk)]) * nonzero;
+      }
+      fast_lanes += static_cast<std::uint64_t>(m_whole) * 32 * static_cast<std::uint64_t>(k);
+      fast_addends += panel_addends;
+      for (int i0 = 0; i0 + R <= m; i0 += R) {
+        const float* a_rows = A + static_cast<std::size_t>(i0) * k;
+        float* out = acc + static_cast<std::size_t>(i0) * n + j0;
+        float tile_min = __builtin_inff();
+        for (int r = 0; r < R; ++r) tile_min = std::min(tile_min, row_min[static_cast<std::size_t>(i0 + r)]);
+        const bool no_tiny_products = static_cast<double>(tile_min) * static_cast<double>(panel_min) >= 0x1p-149;
+        Fp32TileCounts t;
+        if (no_tiny_products && fp32_tile<R, true, false>(a_rows, panel.data(), out, n, k, &t, nullptr)) {
+          equal += t.equal;
+          continue;
+        }
+        // The exact step throughout; this tile's lanes and addends leave the fast ones.
+        fp32_tile<R, true, true>(a_rows, panel.data(), out, n, k, nullptr, &lanes);
+        exact_steps += static_cast<std::uint64_t>(R) * 32 * static_cast<std::uint64_t>(k);
+        fast_lanes -= static_cast<std::uint64_t>(R) * 32 * static_cast<std::uint64_t>(k);
+        for (int kk = 0; kk < k; ++kk) {
+          std::uint64_t rows_nonzero = 0;
+          for (int r = 0; r < R; ++r) rows_nonzero += a_rows[static_cast<std::size_t>(r) * k + kk] != 0;
+          fast_addends -= rows_nonzero * b_nonzero[static_cast<std::size_t>(kk)];
+        }
+        add_lanes(lanes, 0, *counters);  // per tile: a lane takes at most 2R per k step
+        clear(lanes);
+      }
+    }
+  }
+  if constexpr (Count) {
+    counters->elements += fast_lanes + exact_steps;
+    counters->addends_nonzero += fast_addends;
+    counters->swamped += equal - (fast_lanes - fast_addends);
   }
 }
 
@@ -346,12 +491,14 @@ TileCover fp16_accumulate_tiles_avx512(const float* A, const float* B, float* ac
   return {m_whole, n_whole};
 }
 
-TileCover fp32_accumulate_tiles_avx512(const float* A, const float* B, float* acc, int m, int n, int k) {
+TileCover fp32_accumulate_tiles_avx512(const float* A, const float* B, float* acc, int m, int n, int k,
+                                       Counters* counters) {
   // Rows per tile, measured at 512^3 and 1024^3 with the packed panel: 8 is
   // about as fast as 4, and 12 is slower.
   constexpr int R = 8;
   const int n_whole = n - n % 32, m_whole = m - m % R;
-  fp32_tiles<R>(A, B, acc, m, n_whole, n, k);
+  if (counters) fp32_tiles<R, true>(A, B, acc, m, n_whole, n, k, counters);
+  else fp32_tiles<R, false>(A, B, acc, m, n_whole, n, k, counters);
   return {m_whole, n_whole};
 }
 
@@ -360,6 +507,6 @@ TileCover fp32_accumulate_tiles_avx512(const float* A, const float* B, float* ac
 #else
 namespace mpverify::emu::detail {
 TileCover fp16_accumulate_tiles_avx512(const float*, const float*, float*, int, int, int, Counters*) { return {0, 0}; }
-TileCover fp32_accumulate_tiles_avx512(const float*, const float*, float*, int, int, int) { return {0, 0}; }
+TileCover fp32_accumulate_tiles_avx512(const float*, const float*, float*, int, int, int, Counters*) { return {0, 0}; }
 }  // namespace mpverify::emu::detail
 #endif
