@@ -14,11 +14,14 @@ namespace {
 
 using namespace mpverify;
 
-TEST(MmaProbe, IssuesTheMmaSyncShapesAndRefusesTheRest) {
+TEST(MmaProbe, IssuesTheMmaSyncShapesAndHoppersWgmmaAndRefusesTheRest) {
   EXPECT_EQ(gpu::mma_probe_unsupported_reason(emu::mma_preset("sm80.mma.m16n8k16.f32.bf16")), "");
   EXPECT_EQ(gpu::mma_probe_unsupported_reason(emu::mma_preset("sm90.mma.m16n8k8.f32.tf32")), "");
   EXPECT_EQ(gpu::mma_probe_unsupported_reason(emu::mma_preset("sm89.mma.m16n8k32.f32.e5m2.e4m3")), "");
-  for (const char* name : {"sm90.wgmma.k16.f32.f16", "sm89.mma.m16n8k16.f32.e4m3", "sm70.mma.m8n8k4.f32.f16"}) {
+  EXPECT_EQ(gpu::mma_probe_unsupported_reason(emu::mma_preset("sm90.wgmma.k16.f32.f16")), "");
+  EXPECT_EQ(gpu::mma_probe_unsupported_reason(emu::mma_preset("sm90.wgmma.k32.f32.e4m3.e5m2")), "");
+  for (const char* name : {"sm90.wgmma.k32.f16.e4m3", "sm90.wgmma.k8.f32.tf32", "sm70.mma.m8n8k4.f32.f16",
+                           "sm100.tcgen05.k16.f32.f16"}) {
     const std::string why = gpu::mma_probe_unsupported_reason(emu::mma_preset(name));
     EXPECT_NE(why.find(name), std::string::npos) << why;
   }

@@ -27,11 +27,13 @@ using formats::Format;
 using formats::parse_format;
 using Instruction = refs::TensorCoreInstruction;
 
-// The Hopper mma.sync that a recording's name spells: mma.m16n8kK.OUT.A[.B].
+// The Hopper instruction that a recording's name spells: mma.m16n8kK.OUT.A[.B] (mma.sync) or wgmma.kK.OUT.A[.B]
+// (wgmma: F = 13 and E8M13 results for FP8, MMA-Sim's rule, F = 25 otherwise; mma.sync FP8 goes through fp16).
 Instruction hopper_instruction(const std::string& name) {
   std::vector<std::string> parts;
   std::stringstream in(name);
   for (std::string p; std::getline(in, p, '.');) parts.push_back(p);
+  const bool wgmma = parts[0] == "wgmma";
   const auto format_of = [](const std::string& t) {
     return parse_format(t == "f16" ? "fp16" : t == "e4m3" ? "fp8-e4m3" : t == "e5m2" ? "fp8-e5m2" : t);
   };
@@ -40,9 +42,12 @@ Instruction hopper_instruction(const std::string& name) {
   i.a = format_of(parts[3]);
   i.b = parts.size() > 4 ? format_of(parts[4]) : i.a;
   i.c = parse_format(parts[2] == "f16" ? "fp16" : "fp32");
-  i.fraction_bits = 25;
-  i.output = parts[2] == "f16" ? Instruction::Output::fp16_nearest_even : Instruction::Output::fp32_toward_zero;
-  i.fp8_through_fp16 = i.a.width() == 8;
+  const bool fp8 = i.a.width() == 8;
+  i.fraction_bits = wgmma && fp8 ? 13 : 25;
+  i.output = parts[2] == "f16"   ? Instruction::Output::fp16_nearest_even
+             : wgmma && fp8      ? Instruction::Output::e8m13_toward_zero
+                                 : Instruction::Output::fp32_toward_zero;
+  i.fp8_through_fp16 = fp8 && !wgmma;
   return i;
 }
 
@@ -62,7 +67,7 @@ TEST(MmaRef, ReproducesEveryRecordedH200Case) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
     if (!file.ends_with(".txt.gz")) continue;
-    const std::string name = file.substr(0, file.find(".k", file.find("m16n8") + 6));
+    const std::string name = file.substr(0, file.rfind(".k"));  // INSTRUCTION.kK.txt.gz
     const Instruction in = hopper_instruction(name);
     FILE* pipe = popen(("gzip -dc '" + entry.path().string() + "'").c_str(), "r");
     ASSERT_NE(pipe, nullptr);
@@ -83,8 +88,8 @@ TEST(MmaRef, ReproducesEveryRecordedH200Case) {
     EXPECT_EQ(failures, 0u) << file;
     ++files;
   }
-  EXPECT_EQ(files, 24u);
-  EXPECT_GE(cases, 24u * 500u);
+  EXPECT_EQ(files, 38u);  // 24 mma.sync, 14 wgmma
+  EXPECT_GE(cases, 38u * 500u);
 }
 
 // One product of 2^-30 beside c = 1: F = 25 keeps nothing of it (it lies below 2^(0 - 25)), F = 40 keeps

@@ -35,8 +35,9 @@ struct InstructionRow {
 };
 
 // MMA-Sim lists no FP8 mma.sync for Hopper or Blackwell; the sm90 preset models what ptxas compiles it into.
-// These published rules stand beside it as candidates, so a later GPU shows which (if any) it follows: Hopper's wgmma rule (F = 13, one operation, E8M13), the
-// Hopper mma.sync rule of the other formats (F = 25, one operation, fp32) and Ampere's (F = 24, halves).
+// These published rules stand beside it as candidates, so a later GPU shows which (if any) it follows:
+// Hopper's wgmma rule (F = 13, one operation, E8M13), the Hopper mma.sync rule of the other formats (F = 25,
+// one operation, fp32) and Ampere's (F = 24, halves).
 const std::vector<emu::MmaModel>& fp8_candidates(const emu::MmaModel& ada) {
   static std::map<std::string, std::vector<emu::MmaModel>> candidates;
   auto& list = candidates[ada.name];
@@ -150,7 +151,10 @@ std::string report_text(const MmaProbeConfig& c, const MmaProbeResult& result, c
         "MMA-Sim's model for Ada and, for Hopper, the rule read from the SASS ptxas emits for sm_90 (operands "
         "unpacked to fp16, two fp16 `HMMA` from zero over the products with k mod 4 < 2 and then the rest, "
         "then an fp32 add of c: `sm90.mma.m16n8k32.*`); three published rules stand beside them as "
-        "candidates. Cases come in eight kinds, in turn: "
+        "candidates. On a Hopper the probe also issues `wgmma.mma_async` m64n8k16 (f16, bf16) and m64n8k32 (FP8), "
+        "one warpgroup per case, A from registers and B from shared memory (`src/gpu/wgmma_probe.cu`, after a "
+        "layout check on one-hot cases), against MMA-Sim's Hopper wgmma model (F = 25; FP8: F = 13 and results "
+        "rounded toward zero to 13 fraction bits). Cases come in eight kinds, in turn: "
         "wide (any finite encoding), typical, cancelling, c dominating, large significands, tiny, near "
         "overflow, NaN and infinity.\n\n";
   md += "| instruction | K | cases | model | F | halves | identical to the " + std::string(use_gpu ? "GPU" : "first model") +
@@ -161,6 +165,7 @@ std::string report_text(const MmaProbeConfig& c, const MmaProbeResult& result, c
             m.model->name + " | " + std::to_string(m.model->fraction_bits) + " | " +
             (m.model->split_halves ? "yes" : "no") + " | " + report::fixed(100.0 * m.identical, 2) + "% | " +
             mismatch_text(m) + " |\n";
+  for (const std::string& note : result.not_probed) md += "\nNot probed: " + note + "\n";
   md += "\n<details><summary>The first mismatching case of each model (A's operands, B's, c → d)</summary>\n\n";
   for (const InstructionRow& r : rows)
     for (const ModelRow& m : r.models)
@@ -193,18 +198,29 @@ MmaProbeResult run_mma_probe(const MmaProbeConfig& c, const std::function<void(c
   result.gpu_reason = c.gpu ? gpu::gpu_unavailable_reason() : std::string("the GPU side was turned off (--no-gpu)");
   const bool use_gpu = result.gpu_reason.empty();
   std::string prefix;
+  bool hopper = false;
   if (use_gpu) {
     const gpu::DeviceInfo info = gpu::describe_device();
     result.device = info.name + " (sm_" + std::to_string(info.compute_capability) + ")";
     prefix = own_prefix(info.compute_capability);
+    hopper = info.compute_capability == 90;
   }
   std::vector<InstructionRow> rows;
   result.json = {{"device", result.device}, {"gpu_reason", result.gpu_reason}, {"rows", nlohmann::ordered_json::array()}};
   for (std::size_t i = 0; i < gpu::mma_probe_instructions().size(); ++i)
     for (int chain : {1, 4}) {
       const std::string& instruction = gpu::mma_probe_instructions()[i];
+      // wgmma is Hopper's own (sm_90a): probed on a Hopper, left out elsewhere (its model alone says nothing).
+      const bool wgmma = instruction.starts_with("wgmma.");
+      if (wgmma && !hopper) continue;
       if (progress) progress(std::string(instruction) + ", chain of " + std::to_string(chain));
-      rows.push_back(run_instruction(i, chain, c, use_gpu));
+      try {
+        rows.push_back(run_instruction(i, chain, c, use_gpu));
+      } catch (const std::runtime_error& e) {  // the wgmma kernel's layout check, or a build without sm_90a
+        if (!wgmma) throw;
+        result.not_probed.push_back(instruction + " (K = " + std::to_string(chain) + "k): " + e.what());
+        continue;
+      }
       for (const ModelRow& m : rows.back().models) {
         result.json["rows"].push_back({{"instruction", instruction}, {"K", rows.back().K}, {"cases", rows.back().cases},
                                        {"model", m.model->name}, {"identical", m.identical}});

@@ -31,6 +31,7 @@ struct MmaProbeResult {
   std::string gpu_reason;  // why the GPU side did not run ("" when it ran)
   std::string device;
   int failed_models = 0;   // models of the present GPU's architecture that did not match it bit for bit
+  std::vector<std::string> not_probed;  // wgmma instructions the device refused, each with the reason
   std::vector<std::filesystem::path> files;
   nlohmann::ordered_json json;
 };

@@ -12,6 +12,7 @@
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
 #include "gpu/mma_probe.h"
+#include "gpu/wgmma_probe.h"
 
 namespace mpverify::gpu {
 
@@ -170,7 +171,7 @@ __global__ void probe_kernel(Ptx p, int k, const std::uint32_t* a, const std::ui
   if (lane == 0) d[warp] = fp16_output(p) ? (h[0] & 0xFFFFu) : __float_as_uint(f[0]);
 }
 
-// The enum follows mma_probe_instructions()'s order.
+// The enum follows mma_probe_instructions()'s order (its mma.sync part; wgmma goes to wgmma_probe.cu).
 Ptx ptx_of(const emu::MmaModel& m) {
   const std::string ptx = m.name.substr(m.name.find('.') + 1);
   const auto& list = mma_probe_instructions();
@@ -186,6 +187,10 @@ std::vector<std::uint32_t> mma_probe(const emu::MmaModel& m, std::span<const std
   const std::size_t n = c.size();
   if (K <= 0 || K % m.k != 0 || a.size() != n * K || b.size() != n * K)
     throw std::invalid_argument("mma_probe: a and b need n * K operands, K a multiple of " + std::to_string(m.k));
+  if (m.name.find(".wgmma.") != std::string::npos) {
+    if (describe_device().compute_capability != 90) throw std::runtime_error("wgmma runs on sm_90 (Hopper) only");
+    return detail::wgmma_probe(m, a, b, c, K);
+  }
   std::vector<std::uint32_t> ha(a.begin(), a.end()), hb(b.begin(), b.end());
   if (m.a.name == "tf32") {  // the instruction reads fp32 registers and ignores their 13 low bits
     for (auto& x : ha) x <<= 13;

@@ -14,8 +14,8 @@
 namespace mpverify::gpu {
 
 // The PTX the probe issues, as the presets spell it after their architecture ("mma.m16n8k16.f32.f16"), in the
-// order of the kernel's own list: mma.sync shapes of Turing and Ampere (kept by every later architecture) and
-// the FP8 m16n8k32 of sm_89 and later with fp32 output.
+// order of the kernel's own list: mma.sync shapes of Turing and Ampere (kept by every later architecture),
+// the FP8 m16n8k32 of sm_89 and later with fp32 output, then Hopper's wgmma ("wgmma.k16.f32.f16"; sm_90a).
 const std::vector<std::string>& mma_probe_instructions();
 
 // Empty when the probe can issue the model's instruction, else why not (wgmma, for one, is not probed).
