@@ -151,6 +151,32 @@ std::vector<float> tile_inputs(int family, std::size_t n) {
   }
 }
 
+// One GEMM three ways, as float bits: the SIMD tiles with counters, without, and the portable loop (simd off)
+// with counters.
+struct ThreeWays {
+  std::vector<std::uint32_t> tiles, uncounted, portable;
+  emu::CounterSet tile_counts, portable_counts;
+};
+
+ThreeWays three_ways(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
+                     emu::GemmPolicy policy) {
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> out(v.size());
+    std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::bit_cast<std::uint32_t>(x); });
+    return out;
+  };
+  ThreeWays r;
+  std::vector<float> c(s.c_size());
+  emu::gemm_emu(s, a, b, c, policy, &r.tile_counts);
+  r.tiles = bits(c);
+  emu::gemm_emu(s, a, b, c, policy);
+  r.uncounted = bits(c);
+  policy.simd = false;
+  emu::gemm_emu(s, a, b, c, policy, &r.portable_counts);
+  r.portable = bits(c);
+  return r;
+}
+
 // The AVX-512 fp16-accumulation tiles (counted and uncounted) against the
 // portable loop: the same bits and the same counts, on shapes that give whole
 // tiles (4 x 32) and remainders. On a CPU without AVX-512 both sides are the
@@ -162,19 +188,10 @@ RC_GTEST_PROP(GemmProperties, Fp16TilesEqualThePortableLoop, ()) {
   const auto a = tile_inputs(family_a, s.a_size()), b = tile_inputs(family_b, s.b_size());
   emu::GemmPolicy policy;
   policy.accumulation = Accumulation::fp16;
-  std::vector<float> tiles(s.c_size()), uncounted(s.c_size()), portable(s.c_size());
-  emu::CounterSet tile_counts, portable_counts;
-  emu::gemm_emu(s, a, b, tiles, policy, &tile_counts);
-  emu::gemm_emu(s, a, b, uncounted, policy);
-  policy.simd = false;
-  emu::gemm_emu(s, a, b, portable, policy, &portable_counts);
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<std::uint32_t> out(v.size());
-    std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::bit_cast<std::uint32_t>(x); });
-    return out;
-  };
-  RC_ASSERT(bits(tiles) == bits(portable));
-  RC_ASSERT(bits(uncounted) == bits(portable));
+  const ThreeWays r = three_ways(s, a, b, policy);
+  RC_ASSERT(r.tiles == r.portable);
+  RC_ASSERT(r.uncounted == r.portable);
+  const emu::CounterSet &tile_counts = r.tile_counts, &portable_counts = r.portable_counts;
   RC_ASSERT(*tile_counts.find("gemm.accumulate") == *portable_counts.find("gemm.accumulate"));
   RC_CLASSIFY(portable_counts.find("gemm.accumulate")->swamped > 0, "swamping");
   RC_CLASSIFY(portable_counts.find("gemm.accumulate")->subnormal > 0, "subnormal results");
@@ -200,19 +217,10 @@ RC_GTEST_PROP(GemmProperties, Fp32TilesEqualThePortableLoop, ()) {
   emu::GemmPolicy policy;
   policy.accumulation = Accumulation::fp32;
   policy.input = formats::parse_format("fp32");
-  std::vector<float> tiles(s.c_size()), uncounted(s.c_size()), portable(s.c_size());
-  emu::CounterSet tile_counts, portable_counts;
-  emu::gemm_emu(s, a, b, tiles, policy, &tile_counts);
-  emu::gemm_emu(s, a, b, uncounted, policy);
-  policy.simd = false;
-  emu::gemm_emu(s, a, b, portable, policy, &portable_counts);
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<std::uint32_t> out(v.size());
-    std::transform(v.begin(), v.end(), out.begin(), [](float x) { return std::bit_cast<std::uint32_t>(x); });
-    return out;
-  };
-  RC_ASSERT(bits(tiles) == bits(portable));
-  RC_ASSERT(bits(uncounted) == bits(portable));
+  const ThreeWays r = three_ways(s, a, b, policy);
+  RC_ASSERT(r.tiles == r.portable);
+  RC_ASSERT(r.uncounted == r.portable);
+  const emu::CounterSet &tile_counts = r.tile_counts, &portable_counts = r.portable_counts;
   const emu::Counters& p = *portable_counts.find("gemm.accumulate");
   RC_ASSERT(*tile_counts.find("gemm.accumulate") == p);
   RC_ASSERT(p.elements == static_cast<std::uint64_t>(s.m) * s.n * s.k);
