@@ -1,5 +1,6 @@
-// Properties of the tensor-core instruction-model GEMM (emu/mma_gemm.h): its vector kernel gives the
-// scalar model's bits and counts, element by element, on inputs aimed at each rule of the model
+// Properties of the tensor-core instruction-model GEMM (emu/mma_gemm.h): its vector kernels (the one chosen
+// at run time, and AVX2 forced where the CPU would choose AVX-512) give the scalar model's bits and counts,
+// and the same as each other, element by element, on inputs aimed at each rule of the model
 // (cancellation, c dominating, subnormals, products with a significand of 2 or more, overflow, NaN and
 // infinity, exponent spreads that leave the kernel's range, sums near the output's ties, which catch a
 // double rounding), for every preset and for custom models.
@@ -10,13 +11,14 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "check_count.h"
 #include "emu/gemm_emu.h"
 #include "emu/mma_gemm.h"
+#include "emu/mma_gemm_simd.h"
 #include "emu/mma_presets.h"
-#include "emu/quantize_simd.h"
 #include "explain.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
@@ -27,10 +29,10 @@ using namespace mpverify;
 using mpverify::properties::expect_checks;
 using mpverify::properties::explain;
 
-constexpr int kFamilies = 9;
+constexpr int kFamilies = 10;
 const char* const kFamilyNames[kFamilies] = {"any finite", "typical",  "cancelling", "c dominating",
                                              "significands near 2", "tiny", "near overflow", "specials",
-                                             "near ties"};
+                                             "near ties", "tiny normal products"};
 
 // One operand value of format f for a family, from rng; kk is the position along k (c dominating: the
 // first instruction's products are large, the rest small).
@@ -54,6 +56,9 @@ float operand(const formats::Format& f, int family, int kk, int k, std::mt19937_
             fraction |= (1u << f.mantissa_bits) - (1u << (f.mantissa_bits / 2)); break;  // products near 4
     case 5: field = static_cast<std::uint32_t>(uniform(0, 2)); break;  // subnormals and zeros
     case 6: field = static_cast<std::uint32_t>(uniform(top - 2, top)); break;
+    // products of 2^-126 to 2^-114 where the exponent range allows (bf16, tf32): the kernels hold them, and
+    // the alignment's factor 2^(F - E) exceeds 2^127 (AVX2 scales in two steps); else the least normals
+    case 9: field = static_cast<std::uint32_t>(bias >= 63 ? uniform(bias - 63, bias - 58) : uniform(1, 3)); break;
     default: field = static_cast<std::uint32_t>(uniform(bias - 4, bias + 4)); break;
   }
   field = std::min<std::uint32_t>(std::max(field, 0u), static_cast<std::uint32_t>(top));
@@ -121,37 +126,93 @@ Case make_case(const formats::Format& fa, const formats::Format& fb, int instruc
   return c;
 }
 
-// The vector kernel (where this CPU has one) against the scalar model: every element's bits and every count.
-RC_GTEST_PROP(MmaGemmProperties, KernelGivesTheScalarModelsBitsAndCounts, ()) {
-  auto& checks = expect_checks(2000);  // elements the kernel gave, over 100 cases
+using emu::detail::MmaPath;
+
+const char* path_name(MmaPath p) {
+  switch (p) {
+    case MmaPath::automatic: return "automatic";
+    case MmaPath::scalar: return "scalar model";
+    case MmaPath::avx2: return "AVX2";
+    case MmaPath::avx512: return "AVX-512";
+  }
+  return "?";
+}
+
+// mma_gemm's path forced for a scope (restored on a failed assertion's exception too).
+struct ForcedPath {
+  MmaPath previous;
+  explicit ForcedPath(MmaPath p) : previous(emu::detail::force_mma_path(p)) {}
+  ~ForcedPath() { emu::detail::force_mma_path(previous); }
+  ForcedPath(const ForcedPath&) = delete;
+  ForcedPath& operator=(const ForcedPath&) = delete;
+};
+
+// One generated case (model, promotion, family, shape) on two paths: every element's bits and all seven
+// counts must be the same. Returns the elements `path`'s kernel gave (with a kernel as the reference, it
+// must have given the same number).
+std::size_t paths_agree(MmaPath path, MmaPath reference) {
   const std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();  // every choice below comes from it
   std::mt19937_64 rng(seed);
   const emu::MmaModel m = model(rng);
   const bool swapped = (rng() & 1) != 0;
   const Case c = make_case(swapped ? m.b : m.a, swapped ? m.a : m.b, m.k, rng);
   const int promotion = promotion_interval(m, rng);
-  std::vector<float> fast(c.shape.c_size()), scalar(c.shape.c_size());
-  emu::MmaCounts fast_counts, scalar_counts;
-  const std::size_t kernel = emu::mma_gemm(c.shape, c.a, c.b, fast, m, swapped, promotion, true, fast_counts);
-  emu::mma_gemm(c.shape, c.a, c.b, scalar, m, swapped, promotion, false, scalar_counts);
+  std::vector<float> fast(c.shape.c_size()), slow(c.shape.c_size());
+  emu::MmaCounts fast_counts, slow_counts;
+  auto run = [&](MmaPath p, std::vector<float>& out, emu::MmaCounts& counts) {
+    const ForcedPath forced(p);
+    return emu::mma_gemm(c.shape, c.a, c.b, out, m, swapped, promotion, p != MmaPath::scalar, counts);
+  };
+  const std::size_t kernel = run(path, fast, fast_counts), reference_kernel = run(reference, slow, slow_counts);
+  const char* const p = path_name(path);
+  const char* const r = path_name(reference);
   for (std::size_t e = 0; e < fast.size(); ++e)
-    PROP_ASSERT(std::bit_cast<std::uint32_t>(fast[e]) == std::bit_cast<std::uint32_t>(scalar[e]), "seed ", seed, " model ", m.name,
-                " promotion ", promotion, " family ", kFamilyNames[c.family], " element ", e, ": kernel ", fast[e],
-                ", scalar model ", scalar[e]);
-  PROP_ASSERT(fast_counts == scalar_counts, "seed ", seed, " model ", m.name, " promotion ", promotion, " family ",
-              kFamilyNames[c.family], ": terms ",
-              fast_counts.terms, " vs ", scalar_counts.terms, ", truncated ", fast_counts.terms_truncated, " vs ",
-              scalar_counts.terms_truncated, ", shifted out ", fast_counts.terms_shifted_out, " vs ",
-              scalar_counts.terms_shifted_out, ", roundings ", fast_counts.roundings, " vs ", scalar_counts.roundings,
-              ", inexact ", fast_counts.roundings_inexact, " vs ", scalar_counts.roundings_inexact, ", overflows ",
-              fast_counts.overflows, " vs ", scalar_counts.overflows, ", nans ", fast_counts.nans, " vs ",
-              scalar_counts.nans);
+    PROP_ASSERT(std::bit_cast<std::uint32_t>(fast[e]) == std::bit_cast<std::uint32_t>(slow[e]), "seed ", seed, " model ",
+                m.name, " promotion ", promotion, " family ", kFamilyNames[c.family], " element ", e, ": ", p, " ",
+                fast[e], ", ", r, " ", slow[e]);
+  PROP_ASSERT(fast_counts == slow_counts, "seed ", seed, " model ", m.name, " promotion ", promotion, " family ",
+              kFamilyNames[c.family], ", ", p, " vs ", r, ": terms ",
+              fast_counts.terms, " vs ", slow_counts.terms, ", truncated ", fast_counts.terms_truncated, " vs ",
+              slow_counts.terms_truncated, ", shifted out ", fast_counts.terms_shifted_out, " vs ",
+              slow_counts.terms_shifted_out, ", roundings ", fast_counts.roundings, " vs ", slow_counts.roundings,
+              ", inexact ", fast_counts.roundings_inexact, " vs ", slow_counts.roundings_inexact, ", overflows ",
+              fast_counts.overflows, " vs ", slow_counts.overflows, ", nans ", fast_counts.nans, " vs ",
+              slow_counts.nans);
+  if (reference != MmaPath::scalar)
+    PROP_ASSERT(kernel == reference_kernel, "seed ", seed, " model ", m.name, ": ", p, " gave ", kernel, " elements, ",
+                r, " ", reference_kernel);
   RC_CLASSIFY(kernel == 0, "scalar model only");
   RC_CLASSIFY(kernel > 0 && kernel < fast.size(), "kernel and scalar model");
   RC_CLASSIFY(kernel == fast.size(), "kernel only");
   RC_TAG(kFamilyNames[c.family]);
   RC_CLASSIFY(promotion > 0, "promotion");
-  checks.count(kernel);  // elements the kernel gave and the scalar model confirmed
+  return kernel;
+}
+
+// The vector kernel (where this CPU has one) against the scalar model: every element's bits and every count.
+RC_GTEST_PROP(MmaGemmProperties, KernelGivesTheScalarModelsBitsAndCounts, ()) {
+  auto& checks = expect_checks(2000);  // elements the kernel gave, over 100 cases
+  checks.count(paths_agree(MmaPath::automatic, MmaPath::scalar));  // elements the scalar model confirmed
+}
+
+// The AVX2 kernel, forced on a CPU that would choose AVX-512, against the scalar model.
+TEST(MmaGemmProperties, Avx2KernelGivesTheScalarModelsBitsAndCounts) {
+  if (!emu::detail::mma_path_available(MmaPath::avx2)) GTEST_SKIP() << "no AVX2, FMA and F16C on this CPU";
+  EXPECT_TRUE(rc::check("the AVX2 kernel gives the scalar model's bits and counts", [] {
+    auto& checks = expect_checks(2000);  // elements the AVX2 kernel gave, over 100 cases
+    checks.count(paths_agree(MmaPath::avx2, MmaPath::scalar));
+  }));
+}
+
+// The two kernels on the same cases: the same bits, counts and elements given (a difference in which
+// elements go to the scalar model would hide behind the scalar model's equal result in the properties above).
+TEST(MmaGemmProperties, Avx2AndAvx512KernelsAgree) {
+  if (!emu::detail::mma_path_available(MmaPath::avx2) || !emu::detail::mma_path_available(MmaPath::avx512))
+    GTEST_SKIP() << "this CPU lacks AVX2 or AVX-512: nothing to compare";
+  EXPECT_TRUE(rc::check("the AVX2 and AVX-512 kernels agree", [] {
+    auto& checks = expect_checks(2000);  // elements both kernels gave, over 100 cases
+    checks.count(paths_agree(MmaPath::avx2, MmaPath::avx512));
+  }));
 }
 
 // Through gemm_emu: the simd flag changes neither C nor any counter site (Hopper's wgmma, fp16 and bf16).
@@ -175,19 +236,16 @@ RC_GTEST_PROP(MmaGemmProperties, SimdFlagChangesNothingInGemmEmu, ()) {
   checks.count();
 }
 
-// Typical data at a benchmark-like shape: the kernel must give (almost) every element, or the speed claim
-// would be the scalar model's; and the result is still the scalar model's.
-TEST(MmaGemmProperties, KernelGivesTypicalElements) {
-  if (!emu::detail::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU: the scalar model gives every element";
-  auto& checks = expect_checks(3);
+// The typical-elements check of one path (forced by the caller).
+void typical_elements(const char* path, properties::CheckCount& checks) {
   struct Run {
     const char* name;
     int promotion;  // DeepSeek-V3's 128 over k = 300: two promotions and a partial chain
   };
   for (const Run run : {Run{"sm90.wgmma.k16.f32.bf16", 0}, Run{"sm80.mma.m16n8k16.f16.f16", 0},
                         Run{"sm90.wgmma.k16.f32.f16", 128}}) {
-    const char* name = run.name;
-    const emu::MmaModel& m = emu::mma_preset(name);
+    const std::string name = std::string(run.name) + " (" + path + ")";
+    const emu::MmaModel& m = emu::mma_preset(run.name);
     const ops::GemmShape s{20, 37, run.promotion > 0 ? 300 : 100};
     std::mt19937_64 rng(7);
     std::normal_distribution<double> normal;
@@ -203,6 +261,19 @@ TEST(MmaGemmProperties, KernelGivesTypicalElements) {
     EXPECT_EQ(fast_counts, scalar_counts) << name;
     EXPECT_GT(fast_counts.terms_truncated, 0u) << name << ": the data must exercise the truncation";
     checks.count();
+  }
+}
+
+// Typical data at a benchmark-like shape: each kernel this CPU has must give (almost) every element, or the
+// speed claim would be the scalar model's; and the result is still the scalar model's.
+TEST(MmaGemmProperties, KernelGivesTypicalElements) {
+  if (!emu::detail::mma_path_available(MmaPath::avx2) && !emu::detail::mma_path_available(MmaPath::avx512))
+    GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU: the scalar model gives every element";
+  auto& checks = expect_checks(3);
+  for (const MmaPath path : {MmaPath::avx512, MmaPath::avx2}) {
+    if (!emu::detail::mma_path_available(path)) continue;
+    const ForcedPath forced(path);
+    typical_elements(path_name(path), checks);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emu/gemm_emu.h"
+#include "emu/mma_gemm_simd.h"
 #include "emu/mma_presets.h"
 #include "emu/quantize.h"
 #include "refs/gemm_ref.h"
@@ -78,8 +79,18 @@ void emulated(benchmark::State& state, emu::Accumulation acc, bool counting = tr
   }
 }
 
-// The tensor-core instruction model of an architecture (Accumulation::mma: emu/mma_gemm.h), counters on.
-void emulated_mma(benchmark::State& state, const char* input, const char* arch) {
+// The tensor-core instruction model of an architecture (Accumulation::mma: emu/mma_gemm.h), counters on;
+// path forces the vector kernel (the AVX2 one on a CPU that would choose AVX-512), else the CPU's choice.
+void emulated_mma(benchmark::State& state, const char* input, const char* arch,
+                  emu::detail::MmaPath path = emu::detail::MmaPath::automatic) {
+  if (!emu::detail::mma_path_available(path)) {
+    state.SkipWithError("this CPU lacks the forced kernel");
+    return;
+  }
+  struct Forced {  // restored after the run, whatever the next benchmark is
+    emu::detail::MmaPath previous;
+    ~Forced() { emu::detail::force_mma_path(previous); }
+  } forced{emu::detail::force_mma_path(path)};
   const int n = static_cast<int>(state.range(0));
   const auto& in = inputs(n);
   std::vector<float> c(static_cast<std::size_t>(n) * n);
@@ -100,6 +111,10 @@ void BM_EmuFp16InFp32AccUncounted(benchmark::State& s) { emulated(s, emu::Accumu
 void BM_EmuMmaHopperFp16(benchmark::State& s) { emulated_mma(s, "fp16", "hopper"); }
 void BM_EmuMmaHopperBf16(benchmark::State& s) { emulated_mma(s, "bf16", "hopper"); }
 void BM_EmuMmaAmpereFp16(benchmark::State& s) { emulated_mma(s, "fp16", "ampere"); }
+// The AVX2 kernel, forced: what a CPU without AVX-512 gets (the same bits and counts).
+void BM_EmuMmaHopperFp16Avx2(benchmark::State& s) { emulated_mma(s, "fp16", "hopper", emu::detail::MmaPath::avx2); }
+void BM_EmuMmaHopperBf16Avx2(benchmark::State& s) { emulated_mma(s, "bf16", "hopper", emu::detail::MmaPath::avx2); }
+void BM_EmuMmaAmpereFp16Avx2(benchmark::State& s) { emulated_mma(s, "fp16", "ampere", emu::detail::MmaPath::avx2); }
 void BM_EmuFp16InFp16Acc(benchmark::State& s) { emulated(s, emu::Accumulation::fp16); }
 // What the counting costs: the same GEMM with counters off (not the goal's measure).
 void BM_EmuFp16InFp16AccUncounted(benchmark::State& s) { emulated(s, emu::Accumulation::fp16, false); }
@@ -115,6 +130,9 @@ BENCHMARK(BM_EmuTensorCoreModel)->Arg(512)->Unit(benchmark::kMillisecond)->Itera
 BENCHMARK(BM_EmuMmaHopperFp16)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuMmaHopperBf16)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuMmaAmpereFp16)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuMmaHopperFp16Avx2)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuMmaHopperBf16Avx2)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuMmaAmpereFp16Avx2)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 class RatioReporter : public bench::TimeReporter {
  public:
@@ -160,7 +178,9 @@ class RatioReporter : public bench::TimeReporter {
         "Same inputs, counters on; the model is the architecture's GEMM instruction for the input format\n"
         "with an fp32 accumulator (`emu::mma_for_architecture`). Ratio = time / time of \"emulated fp16 in,\n"
         "fp32 accumulation\" at the same size in the same run, counting its steps (the goal's measure) and\n"
-        "with counters off (the fp32 GEMM's cost before it counted its steps, for a fair reading).\n\n"
+        "with counters off (the fp32 GEMM's cost before it counted its steps, for a fair reading). The\n"
+        "instruction models run the AVX-512 kernel where the CPU has it; the rows marked AVX2 force the AVX2\n"
+        "kernel, which a CPU without AVX-512 chooses (the same bits and counts).\n\n"
         "| GEMM | n | ms | ratio vs emulated fp32 accumulation | the same, vs its counters off | goal |\n"
         "|---|---:|---:|---:|---:|---|\n";
     for (int n : {512, 1024}) {
@@ -178,6 +198,9 @@ class RatioReporter : public bench::TimeReporter {
       row("BM_EmuMmaHopperFp16", "Hopper wgmma k16, fp16 in, fp32 accumulator");
       row("BM_EmuMmaHopperBf16", "Hopper wgmma k16, bf16 in, fp32 accumulator");
       row("BM_EmuMmaAmpereFp16", "Ampere mma k16 (two halves), fp16 in, fp32 accumulator");
+      row("BM_EmuMmaHopperFp16Avx2", "Hopper wgmma k16, fp16 in, AVX2 kernel (forced)");
+      row("BM_EmuMmaHopperBf16Avx2", "Hopper wgmma k16, bf16 in, AVX2 kernel (forced)");
+      row("BM_EmuMmaAmpereFp16Avx2", "Ampere mma k16 (two halves), fp16 in, AVX2 kernel (forced)");
     }
     return s;
   }

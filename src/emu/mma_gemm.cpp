@@ -1,9 +1,11 @@
-// mma_gemm (mma_gemm.h): decides which elements the vector kernel may give (mma_gemm_x86.cpp states the
-// conditions under which its float lanes are the scalar model's arithmetic), decodes the operands for it,
-// hands every other element to the scalar model, and assembles the counts.
+// mma_gemm (mma_gemm.h): chooses the vector kernel (AVX-512 or AVX2), decides which elements it may give
+// (mma_gemm_x86.cpp states the conditions under which the float lanes of either kernel are the scalar
+// model's arithmetic), decodes the operands for it, hands every other element to the scalar model, and
+// assembles the counts.
 #include "emu/mma_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <climits>
 #include <cmath>
@@ -206,7 +208,40 @@ std::vector<std::uint16_t> kernel_lanes(const MmaPanels& p, int m, int n, const 
   return keep;
 }
 
+// force_mma_path's choice (tests and benchmarks); automatic otherwise.
+std::atomic<detail::MmaPath> forced_path{detail::MmaPath::automatic};
+
+using TileKernel = void (*)(const MmaPanels&, const MmaKernelModel&, int, int, float*, std::uint16_t*,
+                            detail::MmaKernelCounts&);
+
+// The kernel of this call, or nullptr for the scalar model: the widest the CPU has, unless a path is forced.
+TileKernel tile_kernel(bool simd) {
+  using detail::MmaPath;
+  const MmaPath forced = forced_path.load(std::memory_order_relaxed);
+  if (!simd || forced == MmaPath::scalar) return nullptr;
+  const bool avx512 = forced != MmaPath::avx2 && detail::mma_path_available(MmaPath::avx512);
+  if (avx512) return detail::mma_tile_avx512;
+  if (forced != MmaPath::avx512 && detail::mma_path_available(MmaPath::avx2)) return detail::mma_tile_avx2;
+  return nullptr;
+}
+
 }  // namespace
+
+namespace detail {
+
+bool mma_path_available(MmaPath path) {
+  switch (path) {
+    case MmaPath::automatic:
+    case MmaPath::scalar: return true;
+    case MmaPath::avx2: return cpu_has_avx2_mma();
+    case MmaPath::avx512: return cpu_has_avx512_mma();
+  }
+  return false;
+}
+
+MmaPath force_mma_path(MmaPath path) { return forced_path.exchange(path); }
+
+}  // namespace detail
 
 std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> acc,
               const MmaModel& m, bool swapped, int promotion_interval, bool simd, MmaCounts& counts) {
@@ -215,7 +250,8 @@ std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::spa
   const std::optional<MmaKernelModel> km = kernel_model(m, promotion_interval, K);
   std::vector<bool> special;
   Range ra, rb;
-  const MmaPanels p = simd && km && detail::cpu_has_avx512_mma()
+  const TileKernel kernel = km ? tile_kernel(simd) : nullptr;
+  const MmaPanels p = kernel
                           ? decode(s, A, B, swapped ? m.b : m.a, swapped ? m.a : m.b, static_cast<int>(K), km->fused_k,
                                    special, ra, rb)
                           : MmaPanels{};
@@ -230,7 +266,7 @@ std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::spa
   std::vector<float> d(static_cast<std::size_t>(p.rows) * p.columns);
   detail::MmaKernelCounts kc;
   for (int tile = 0; tile < tiles; ++tile)
-    for (int row = 0; row < p.rows; row += kMmaRows) detail::mma_tile_avx512(p, *km, row, tile, d.data(), keep.data(), kc);
+    for (int row = 0; row < p.rows; row += kMmaRows) kernel(p, *km, row, tile, d.data(), keep.data(), kc);
   for (int i = 0; i < s.m; ++i)
     for (int j = 0; j < s.n; ++j)
       if (keep[static_cast<std::size_t>(i) * tiles + j / kMmaLanes] >> (j % kMmaLanes) & 1)

@@ -1,7 +1,8 @@
 // The emulated GEMM under a tensor-core instruction model (Accumulation::mma): every output element is
 // mma_dot (mma_model.h) over A's row and B's column, with the same bits and the same counts. A vector path
-// (mma_gemm_x86.cpp) computes most elements when the CPU has AVX-512 (F and BW), promotion included; the
-// scalar model itself computes the rest and stays the single definition of the semantics.
+// computes most elements, promotion included, chosen at run time: AVX-512 F and BW (mma_gemm_x86.cpp), else
+// AVX2 with FMA and F16C (mma_gemm_avx2.cpp); the scalar model itself computes the rest and stays the single
+// definition of the semantics.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,7 @@ namespace mpverify::emu {
 // (k x n, row-major, values of B's format), k padded with zero products to a multiple of m.k. swapped: the
 // model's a operand is B's (mma_operands in gemm_emu.cpp). counts accumulates every instruction's counts.
 // simd = false forces the scalar model for every element. Returns how many elements the vector kernel gave
-// (0 without AVX-512 F and BW or where its conditions do not hold), for tests that must see it run.
+// (0 without AVX-512 or AVX2 or where its conditions do not hold), for tests that must see it run.
 std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> acc,
               const MmaModel& m, bool swapped, int promotion_interval, bool simd, MmaCounts& counts);
 

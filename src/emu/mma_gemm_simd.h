@@ -1,6 +1,7 @@
-// Internal: the operands of mma_gemm decoded for its vector kernel (mma_gemm_x86.cpp), and what the kernel
-// counts. The kernel's arithmetic and the conditions under which it equals the scalar model are in
-// mma_gemm_x86.cpp; mma_gemm.cpp checks those conditions before calling it.
+// Internal: the operands of mma_gemm decoded for its vector kernels (AVX-512: mma_gemm_x86.cpp, AVX2:
+// mma_gemm_avx2.cpp), and what the kernels count. The kernels' arithmetic and the conditions under which it
+// equals the scalar model are in mma_gemm_x86.cpp (the AVX2 kernel's differences in mma_gemm_avx2.cpp);
+// mma_gemm.cpp checks those conditions before calling either.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +73,17 @@ struct MmaKernelCounts {
 };
 
 bool cpu_has_avx512_mma();
+// AVX2, FMA and F16C, and MXCSR at its default (to nearest, no flush to zero, no denormals-are-zero): the
+// AVX2 kernel has no embedded rounding and relies on it.
+bool cpu_has_avx2_mma();
+
+// Which kernel mma_gemm runs. automatic: AVX-512 where the CPU has it, else AVX2, else the scalar model.
+// The others force a path for tests and benchmarks (a forced path the CPU lacks gives the scalar model).
+enum class MmaPath : std::uint8_t { automatic, scalar, avx2, avx512 };
+bool mma_path_available(MmaPath path);
+// The path of every later mma_gemm call in the process (GemmPolicy::simd = false still forces the scalar
+// model); returns the previous one. Not for concurrent use with mma_gemm: tests and benchmarks only.
+MmaPath force_mma_path(MmaPath path);
 
 // Rows [row, row + kMmaRows) x columns [tile * kMmaLanes, (tile + 1) * kMmaLanes) of C:
 // d[i * p.columns + j] = the chained result of element (i, j) as a float. keep[i * (p.columns / kMmaLanes) +
@@ -80,5 +92,8 @@ bool cpu_has_avx512_mma();
 // still kept.
 void mma_tile_avx512(const MmaPanels& p, const MmaKernelModel& m, int row, int tile, float* d, std::uint16_t* keep,
                      MmaKernelCounts& counts);
+// The same tile, bits and counts, on AVX2 (two halves of 8 columns).
+void mma_tile_avx2(const MmaPanels& p, const MmaKernelModel& m, int row, int tile, float* d, std::uint16_t* keep,
+                   MmaKernelCounts& counts);
 
 }  // namespace mpverify::emu::detail
