@@ -204,7 +204,9 @@ RC_GTEST_PROP(GemmProperties, Fp16TilesEqualThePortableLoop, ()) {
 // overflow fp32 (2^60: from 2^120 up), inputs become infinite (2^125: from
 // 8 up; then inf * 0 and inf - inf make NaN) or products fall below 2^-149
 // (2^-70); the last three send tiles to their exact step. Tiles of 8 x 32
-// and remainders.
+// and remainders. Then the same with each step's inexact counted
+// (count_step_inexact): again the same bits and counts both ways, and only
+// inexact differs from the counts without it (0 there).
 RC_GTEST_PROP(GemmProperties, Fp32TilesEqualThePortableLoop, ()) {
   auto& checks = expect_checks(100);
   const GemmShape s{*rc::gen::inRange(8, 20), *rc::gen::inRange(32, 80), *rc::gen::inRange(1, 300)};
@@ -224,6 +226,18 @@ RC_GTEST_PROP(GemmProperties, Fp32TilesEqualThePortableLoop, ()) {
   const emu::Counters& p = *portable_counts.find("gemm.accumulate");
   RC_ASSERT(*tile_counts.find("gemm.accumulate") == p);
   RC_ASSERT(p.elements == static_cast<std::uint64_t>(s.m) * s.n * s.k);
+  RC_ASSERT(p.inexact == 0u);
+  policy.count_step_inexact = true;
+  const ThreeWays ri = three_ways(s, a, b, policy);
+  RC_ASSERT(ri.tiles == r.portable);
+  RC_ASSERT(ri.uncounted == r.portable);
+  RC_ASSERT(ri.portable == r.portable);
+  const emu::Counters& pi = *ri.portable_counts.find("gemm.accumulate");
+  RC_ASSERT(*ri.tile_counts.find("gemm.accumulate") == pi);
+  emu::Counters rest = pi;
+  rest.inexact = 0;
+  RC_ASSERT(rest == p);
+  RC_CLASSIFY(pi.inexact > 0 && pi.inexact < pi.elements, "some steps inexact, some exact");
   RC_CLASSIFY(p.swamped > 0, "swamping");
   RC_CLASSIFY(p.overflow > 0, "overflow");
   RC_CLASSIFY(p.nan_created > 0, "NaN created");

@@ -497,11 +497,12 @@ struct Fp32Run {
   std::vector<float> c;
 };
 Fp32Run fp32_accumulation(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b, bool simd,
-                          const formats::Format& input = formats::parse_format("fp16")) {
+                          const formats::Format& input = formats::parse_format("fp16"), bool step_inexact = false) {
   emu::GemmPolicy policy;
   policy.accumulation = Accumulation::fp32;
   policy.input = input;
   policy.simd = simd;
+  policy.count_step_inexact = step_inexact;
   Fp32Run r{{}, std::vector<float>(s.c_size())};
   emu::CounterSet counters;
   emu::gemm_emu(s, a, b, r.c, policy, &counters);
@@ -534,7 +535,14 @@ TEST(GemmEmuFp32Counts, OnesAddedTo2To24AreAllLost) {
     EXPECT_EQ(r.counts.overflow, 0u);
     EXPECT_EQ(r.counts.nonfinite_in, 0u);
     EXPECT_EQ(r.counts.nan_created, 0u);
-    EXPECT_EQ(r.counts.inexact, 0u);  // not counted for this model (gemm_emu.h)
+    EXPECT_EQ(r.counts.inexact, 0u);  // not counted for this model (gemm_emu.h) unless asked
+    // Asked: 2^24 + 1 is no float (every lost one is inexact), 2^24 + 0 and 0 + 2^24 are exact.
+    const Fp32Run counted = fp32_accumulation(s, a, b, simd, formats::parse_format("fp16"), true);
+    EXPECT_EQ(counted.counts.inexact, 9u * (40 - zero_columns) * 100) << simd;
+    EXPECT_EQ(counted.c, r.c);
+    emu::Counters rest = counted.counts;
+    rest.inexact = 0;
+    EXPECT_EQ(rest, r.counts) << simd;  // nothing else changes
   }
   // 2^24 + 2 is a float: adding twos is never lost.
   for (int kk = 1; kk < k; ++kk)
@@ -555,6 +563,8 @@ TEST(GemmEmuFp32Counts, TinyProductsAreLostOnlyOnANonZeroSum) {
     for (float x : zero_sum.c) EXPECT_EQ(x, 0.0f);
     EXPECT_EQ(zero_sum.counts.addends_nonzero, 8u * 32 * 4);
     EXPECT_EQ(zero_sum.counts.swamped, 0u);
+    // 0 + 2^-160 rounds to 0: every step inexact (underflow to zero)
+    EXPECT_EQ(fp32_accumulation(s, a, b, simd, fp32, true).counts.inexact, 8u * 32 * 4) << simd;
   }
   for (int i = 0; i < m; ++i) a[static_cast<std::size_t>(i) * k] = 1.0f;
   for (int j = 0; j < n; ++j) b[static_cast<std::size_t>(j)] = 1.0f;
@@ -563,6 +573,8 @@ TEST(GemmEmuFp32Counts, TinyProductsAreLostOnlyOnANonZeroSum) {
     for (float x : one.c) EXPECT_EQ(x, 1.0f);
     EXPECT_EQ(one.counts.addends_nonzero, 8u * 32 * 4);
     EXPECT_EQ(one.counts.swamped, 8u * 32 * 3);
+    // 0 + 1 * 1 is exact, 1 + 2^-160 is not
+    EXPECT_EQ(fp32_accumulation(s, a, b, simd, fp32, true).counts.inexact, 8u * 32 * 3) << simd;
   }
 }
 
@@ -598,14 +610,122 @@ TEST(GemmEmuFp32Counts, OverflowAndNaNByHand) {
       EXPECT_EQ(r.counts.nonfinite_in, 3 * M * N + 3 * M + 5 * N + 4) << simd;
       EXPECT_EQ(r.counts.addends_nonzero, M * N + M) << simd;
       EXPECT_EQ(r.counts.swamped, 0u) << simd;
+      // Inexact, as count_rounding counts it (IEEE's flag): the overflows (a finite value rounded to inf)
+      // and nothing else: 0 + 0 and 0 + 2^100 are exact, a NaN created is invalid, not inexact, and a
+      // non-finite value coming in is exact.
+      EXPECT_EQ(r.counts.inexact, 0u) << simd;
+      EXPECT_EQ(fp32_accumulation(s, a, b, simd, fp32, true).counts.inexact, M * N) << simd;
     }
   }
+}
+
+// Each step's inexact (GemmPolicy::count_step_inexact), by hand. fp32 inputs,
+// 9 x 40: one 8 x 32 tile and the portable loop's last row and 8 columns.
+//  - a row (1, 2^-15, ..., 2^-15) times a column of 2^-15 but a first 1:
+//    0 + 1 is exact, then 1 + 2^-30 is no float (it needs 31 bits): k - 1
+//    inexact steps per element, each also a lost update;
+//  - small integers: every partial sum an integer below 2^24: all exact;
+//  - 1 + 3 * 2^-24 is no float, 1 + 2^-23 and 1 + 2^-22 are: with the first
+//    column 1, each later step adds 2^-24 times the column's 3, 2 or 4
+//    (column j % 3), so only the columns of 3 are inexact, and there every
+//    step after the first.
+TEST(GemmEmuFp32Counts, StepInexactByHand) {
+  const formats::Format fp32 = formats::parse_format("fp32");
+  const int m = 9, n = 40, k = 7;
+  const GemmShape s{m, n, k};
+  const std::uint64_t M = m, N = n, K = k;
+  std::vector<float> a(s.a_size(), 0x1p-15f), b(s.b_size(), 0x1p-15f);
+  for (int i = 0; i < m; ++i) a[static_cast<std::size_t>(i) * k] = 1.0f;
+  for (int j = 0; j < n; ++j) b[static_cast<std::size_t>(j)] = 1.0f;
+  for (bool simd : {true, false}) {
+    const Fp32Run r = fp32_accumulation(s, a, b, simd, fp32, true);
+    for (float x : r.c) EXPECT_EQ(x, 1.0f);
+    EXPECT_EQ(r.counts.inexact, M * N * (K - 1)) << simd;
+    EXPECT_EQ(r.counts.swamped, M * N * (K - 1)) << simd;
+    EXPECT_EQ(fp32_accumulation(s, a, b, simd, fp32, false).counts.inexact, 0u) << simd;  // off: not counted
+  }
+  std::vector<float> ia(s.a_size()), ib(s.b_size());
+  for (std::size_t e = 0; e < ia.size(); ++e) ia[e] = static_cast<float>(static_cast<int>(e % 17) - 8);
+  for (std::size_t e = 0; e < ib.size(); ++e) ib[e] = static_cast<float>(static_cast<int>(e % 13) - 6);
+  for (bool simd : {true, false}) {
+    const Fp32Run r = fp32_accumulation(s, ia, ib, simd, fp32, true);
+    EXPECT_EQ(r.counts.elements, M * N * K);
+    EXPECT_EQ(r.counts.inexact, 0u) << simd;
+  }
+  std::vector<float> ta(s.a_size(), 0x1p-12f), tb(s.b_size());
+  for (int i = 0; i < m; ++i) ta[static_cast<std::size_t>(i) * k] = 1.0f;
+  for (int kk = 0; kk < k; ++kk)
+    for (int j = 0; j < n; ++j)
+      tb[static_cast<std::size_t>(kk) * n + j] = kk == 0 ? 1.0f : std::ldexp(j % 3 == 0 ? 3.0f : j % 3 == 1 ? 2.0f : 4.0f, -12);
+  const std::uint64_t threes = (N + 2) / 3;  // j = 0, 3, ..., 39
+  for (bool simd : {true, false})
+    EXPECT_EQ(fp32_accumulation(s, ta, tb, simd, fp32, true).counts.inexact, M * threes * (K - 1)) << simd;
+}
+
+// Whether a*b + c, for finite floats, is itself a float, in exact integer
+// arithmetic (the recount's own, not the library's): each value is m * 2^e
+// with an integer m (24 bits; 48 for a*b). Two non-zero terms whose exponents
+// differ by more than 72 make no float: the larger term's leading bit is at
+// least 2^e_hi, the smaller is below 2^(e_lo + 48) <= 2^(e_hi - 25), so the
+// sum keeps a bit at 2^(e_hi - 1) or above and the smaller term's lowest set
+// bit (below 2^(e_lo + 48)): more than 24 bits apart. Otherwise both align to
+// the smaller exponent in 48 + 72 < 127 bits, exactly. A sum M * 2^e (M odd)
+// is a float iff M has at most 24 bits, e >= -149 (the least subnormal) and
+// the leading bit is at most 2^127 (then M * 2^e <= FLT_MAX).
+__extension__ typedef __int128 Int128;  // GCC and Clang: 128-bit integers (__extension__: no pedantic warning)
+
+bool exactly_a_float(float a, float b, float c) {
+  struct Term {
+    Int128 m;
+    int e;
+  };
+  auto split = [](float x) {
+    int e = 0;
+    const float f = std::frexp(x, &e);  // x = f * 2^e, 0.5 <= |f| < 1
+    return Term{static_cast<Int128>(static_cast<std::int64_t>(std::ldexp(f, 24))), e - 24};
+  };
+  const Term ta = split(a), tb = split(b), tc = split(c);
+  const Term p{ta.m * tb.m, ta.e + tb.e};
+  Term x;
+  if (p.m == 0) x = tc;
+  else if (tc.m == 0) x = p;
+  else {
+    const Term& lo = p.e <= tc.e ? p : tc;
+    const Term& hi = p.e <= tc.e ? tc : p;
+    if (hi.e - lo.e > 72) return false;
+    x = Term{lo.m + hi.m * (static_cast<Int128>(1) << (hi.e - lo.e)), lo.e};
+  }
+  if (x.m == 0) return true;
+  Int128 mag = x.m < 0 ? -x.m : x.m;
+  while ((mag & 1) == 0) mag >>= 1, ++x.e;
+  int bits = 0;
+  for (Int128 t = mag; t != 0; t >>= 1) ++bits;
+  return bits <= 24 && x.e >= -149 && x.e + bits - 1 <= 127;
+}
+
+TEST(GemmEmuFp32Counts, ExactlyAFloatByHand) {  // the recount's helper itself
+  EXPECT_TRUE(exactly_a_float(3.0f, 5.0f, -15.0f));
+  EXPECT_TRUE(exactly_a_float(0x1p-10f, 0x1p-10f, 0.5f));   // 2^-1 + 2^-20: 20 bits
+  EXPECT_FALSE(exactly_a_float(0x1p-15f, 0x1p-15f, 0.5f));  // 2^-1 + 2^-30: 30 bits
+  EXPECT_FALSE(exactly_a_float(0x1p-15f, 0x1p-15f, 1.0f));
+  EXPECT_TRUE(exactly_a_float(0x1p-12f, 0x1p-11f, 1.0f));  // 1 + 2^-23
+  EXPECT_FALSE(exactly_a_float(3.0f * 0x1p-12f, 0x1p-12f, 1.0f));  // 1 + 3 * 2^-24
+  EXPECT_FALSE(exactly_a_float(0x1p-100f, 0x1p-60f, 0.0f));  // 2^-160: below the least subnormal
+  EXPECT_TRUE(exactly_a_float(0x1p-100f, 0x1p-49f, 0.0f));   // 2^-149: the least subnormal
+  EXPECT_TRUE(exactly_a_float(0x1p-100f, 0x1p-49f, 0x1p-126f));  // 2^-126 + 2^-149: 24 bits
+  EXPECT_FALSE(exactly_a_float(0x1p-100f, 0x1p-49f, 0x1p-125f));  // 2^-125 + 2^-149: 25 bits
+  EXPECT_FALSE(exactly_a_float(0x1p100f, 0x1p100f, 0.0f));  // 2^200: beyond fp32
+  EXPECT_TRUE(exactly_a_float(0x1p100f, 0x1p27f, 0.0f));    // 2^127
+  EXPECT_FALSE(exactly_a_float(0x1p100f, 0x1p27f, 0x1p127f));  // 2^128
+  EXPECT_FALSE(exactly_a_float(1.0f, 1.0f, 0x1p100f));  // 2^100 + 1: exponents 100 apart
 }
 
 // The counts against a recount written here, per step in double from the
 // definitions (lost_update.h, counters.h), on random fp16 values with zeros,
 // large and tiny magnitudes (so that sums swamp small products), and with fp32
-// inputs that reach infinities, NaN and products below 2^-149. Both paths.
+// inputs that reach infinities, NaN and products below 2^-149. Both paths,
+// with each step's inexact counted (exactly_a_float: a finite step is inexact
+// iff a*b + c is no float, overflow included) and not (then 0).
 TEST(GemmEmuFp32Counts, MatchARecountOnRandomInputs) {
   const GemmShape s{19, 69, 300};  // 8 x 32 tiles plus 3 last rows and 5 last columns
   for (int variant = 0; variant < 3; ++variant) {
@@ -649,21 +769,28 @@ TEST(GemmEmuFp32Counts, MatchARecountOnRandomInputs) {
           expected.overflow += finite_in && std::isinf(r);
           expected.nan_created += created;
           expected.nonfinite_in += !finite_in && !created;
+          expected.inexact += finite_in && !exactly_a_float(x, y, c);
           c = r;
         }
         c_expected[static_cast<std::size_t>(i) * s.n + j] = c;
       }
-    for (bool simd : {true, false}) {
-      const Fp32Run r = fp32_accumulation(s, a, b, simd, input);
-      EXPECT_EQ(r.counts, expected) << "variant " << variant << " simd " << simd;
-      for (std::size_t e = 0; e < r.c.size(); ++e) {
-        if (std::isnan(c_expected[e])) EXPECT_TRUE(std::isnan(r.c[e])) << e;
-        else EXPECT_EQ(std::bit_cast<std::uint32_t>(r.c[e]), std::bit_cast<std::uint32_t>(c_expected[e])) << e;
+    emu::Counters expected_off = expected;
+    expected_off.inexact = 0;
+    for (bool simd : {true, false})
+      for (bool step_inexact : {false, true}) {
+        const Fp32Run r = fp32_accumulation(s, a, b, simd, input, step_inexact);
+        EXPECT_EQ(r.counts, step_inexact ? expected : expected_off)
+            << "variant " << variant << " simd " << simd << " step_inexact " << step_inexact;
+        for (std::size_t e = 0; e < r.c.size(); ++e) {
+          if (std::isnan(c_expected[e])) EXPECT_TRUE(std::isnan(r.c[e])) << e;
+          else EXPECT_EQ(std::bit_cast<std::uint32_t>(r.c[e]), std::bit_cast<std::uint32_t>(c_expected[e])) << e;
+        }
       }
-    }
     // The inputs reached what they were made for.
     EXPECT_GT(expected.swamped, 1000u) << variant;
     EXPECT_LT(expected.addends_nonzero, expected.elements) << variant;
+    EXPECT_GT(expected.inexact, expected.elements / 4) << variant;  // many steps of either kind
+    EXPECT_LT(expected.inexact, expected.elements / 10 * 9) << variant;
     if (variant == 2) {
       EXPECT_GT(expected.overflow, 0u);
       EXPECT_GT(expected.nan_created, 0u);

@@ -60,6 +60,40 @@ TEST(OpsCli, GemmUnderATensorCoreInstructionWithTwoOperandFormats) {
   }
 }
 
+// policy step-inexact=1: fp32 accumulation also counts each step's inexact (0 without the key); the
+// conv2d ops read the same key. Only with accumulate=fp32, and 0 or 1.
+TEST(OpsCli, GemmStepInexactCountsFp32AccumulationsInexactSteps) {
+  const std::string gemm = "--op gemm --shape m=9,n=40,k=33 --backends ref,emu --json --policy input=fp16,accumulate=fp32";
+  const auto on = run_command(ops(gemm + ",step-inexact=1"), "");
+  ASSERT_EQ(on.exit_code, 0) << on.out;
+  const auto j = nlohmann::json::parse(on.out);
+  EXPECT_EQ(j["policy"]["step-inexact"], 1);
+  const auto& steps = j["counters"]["gemm.accumulate"];
+  EXPECT_EQ(steps["elements"], 9 * 40 * 33);
+  // normal(0,1) fp16 values: products of at most 22 bits, so many partial sums still fit fp32's 24 (about
+  // 30% of the steps are inexact here), and each element's first step, 0 + a*b, is exact
+  EXPECT_GT(steps["inexact"].get<int>(), 9 * 40 * 33 / 10) << steps.dump();
+  EXPECT_LE(steps["inexact"].get<int>(), 9 * 40 * 32) << steps.dump();
+  for (const std::string& off : {gemm, gemm + ",step-inexact=0"}) {
+    const auto r = run_command(ops(off), "");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto k = nlohmann::json::parse(r.out);
+    EXPECT_FALSE(k["policy"].contains("step-inexact"));
+    EXPECT_EQ(k["counters"]["gemm.accumulate"]["inexact"], 0);
+    EXPECT_EQ(k["counters"]["gemm.accumulate"]["swamped"], steps["swamped"]);  // the rest unchanged
+  }
+  const auto conv = run_command(ops("--op conv2d --shape n=2,c=3,h=6,w=6,k=4,r=3,s=3 --backends ref,emu --json "
+                                    "--policy input=fp16,step-inexact=1"), "");
+  ASSERT_EQ(conv.exit_code, 0) << conv.out;
+  EXPECT_GT(nlohmann::json::parse(conv.out)["counters"]["conv2d.accumulate"]["inexact"].get<int>(), 0) << conv.out;
+  for (const char* bad : {"input=fp16,accumulate=fp16,step-inexact=1", "input=fp16,step-inexact=2",
+                          "input=fp16,step-inexact=yes"}) {
+    const auto e = run_command(ops(std::string("--op gemm --shape m=2,n=2,k=32 --policy ") + bad), "");
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_EQ(e.out, "") << bad;
+  }
+}
+
 TEST(OpsCli, ActivationsForwardAndBackward) {
   for (const char* op : {"relu", "leaky-relu", "tanh", "sigmoid", "tanh-backward", "sigmoid-backward"}) {
     const auto r = run_command(ops(std::string("--op ") + op + " --shape n=3000 --json"), "");

@@ -66,12 +66,13 @@ void BM_EigenSgemmNative(benchmark::State& state) {
   }
 }
 
-void emulated(benchmark::State& state, emu::Accumulation acc, bool counting = true) {
+void emulated(benchmark::State& state, emu::Accumulation acc, bool counting = true, bool step_inexact = false) {
   const int n = static_cast<int>(state.range(0));
   const auto& in = inputs(n);
   std::vector<float> c(static_cast<std::size_t>(n) * n);
   emu::GemmPolicy policy;
   policy.accumulation = acc;
+  policy.count_step_inexact = step_inexact;
   for (auto _ : state) {
     emu::CounterSet counters;
     emu::gemm_emu({n, n, n}, in.a, in.b, c, policy, counting ? &counters : nullptr);
@@ -108,6 +109,8 @@ void emulated_mma(benchmark::State& state, const char* input, const char* arch,
 void BM_EmuFp16InFp32Acc(benchmark::State& s) { emulated(s, emu::Accumulation::fp32); }
 // What the counting costs: the same GEMM with counters off (not the goal's measure).
 void BM_EmuFp16InFp32AccUncounted(benchmark::State& s) { emulated(s, emu::Accumulation::fp32, false); }
+// The same, counters on and each step's inexact counted too (GemmPolicy::count_step_inexact: two more FMAs).
+void BM_EmuFp16InFp32AccStepInexact(benchmark::State& s) { emulated(s, emu::Accumulation::fp32, true, true); }
 void BM_EmuMmaHopperFp16(benchmark::State& s) { emulated_mma(s, "fp16", "hopper"); }
 void BM_EmuMmaHopperBf16(benchmark::State& s) { emulated_mma(s, "bf16", "hopper"); }
 void BM_EmuMmaAmpereFp16(benchmark::State& s) { emulated_mma(s, "fp16", "ampere"); }
@@ -124,6 +127,7 @@ BENCHMARK(BM_EigenSgemm)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EigenSgemmNative)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuFp16InFp32Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuFp16InFp32AccUncounted)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmuFp16InFp32AccStepInexact)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuFp16InFp16Acc)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuFp16InFp16AccUncounted)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EmuTensorCoreModel)->Arg(512)->Unit(benchmark::kMillisecond)->Iterations(1);
@@ -164,11 +168,33 @@ class RatioReporter : public bench::TimeReporter {
       row("BM_EmuFp16InFp32Acc", "emulated fp16 in, fp32 accumulation (every step's lost update counted)",
           "<= 1.5x (set before the steps were counted)");
       row("BM_EmuFp16InFp32AccUncounted", "the same, counters off (what counting costs)", "");
+      row("BM_EmuFp16InFp32AccStepInexact", "the same, each step's inexact counted too (step-inexact=1)", "");
       row("BM_EmuFp16InFp16Acc", "emulated fp16 in, fp16 accumulation", "<= 4x");
       row("BM_EmuFp16InFp16AccUncounted", "the same, counters off (what counting costs)", "");
       row("BM_EmuTensorCoreModel", "emulated tensor-core model (scalar)", "");
     }
-    return s + mma_markdown();
+    return s + step_inexact_markdown() + mma_markdown();
+  }
+
+  // What counting each fp32 step's inexact costs, against the counted and uncounted fp32 GEMM of the run.
+  std::string step_inexact_markdown() const {
+    std::string s =
+        "\n## Speed: fp32 accumulation counting each step's inexact (GemmPolicy::count_step_inexact)\n\n"
+        "Same inputs. Ratio = time / time of \"emulated fp16 in, fp32 accumulation\" at the same size in the\n"
+        "same run, counted as by default (inexact not counted), and with counters off.\n\n"
+        "| GEMM | n | ms | ratio vs emulated fp32 accumulation | the same, vs its counters off |\n"
+        "|---|---:|---:|---:|---:|\n";
+    for (int n : {512, 1024}) {
+      const auto base = seconds_.find("BM_EmuFp16InFp32Acc/" + std::to_string(n));
+      const auto uncounted = seconds_.find("BM_EmuFp16InFp32AccUncounted/" + std::to_string(n));
+      const auto it = seconds_.find("BM_EmuFp16InFp32AccStepInexact/" + std::to_string(n));
+      if (base == seconds_.end() || uncounted == seconds_.end() || it == seconds_.end()) continue;
+      char buf[320];
+      std::snprintf(buf, sizeof buf, "| fp16 in, fp32 accumulation, step-inexact=1 | %d | %.1f | %.2fx | %.2fx |\n", n,
+                    it->second * 1e3, it->second / base->second, it->second / uncounted->second);
+      s += buf;
+    }
+    return s;
   }
 
   // The instruction models against the fp32-accumulation emulated GEMM of the same run and size.

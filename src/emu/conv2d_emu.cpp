@@ -17,8 +17,8 @@ using FillColumns = std::function<void(int first, int width, float* out)>;
 // Receives columns [first, first + width) of C, row-major (rows x width).
 using StoreColumns = std::function<void(int first, int width, const float* c)>;
 
-// The sites of one convolution: where the accumulation steps (fp16
-// accumulation only, as gemm.accumulate) and the output roundings count.
+// The sites of one convolution: where the accumulation steps (every model but
+// the Fasi et al. block one, as gemm.accumulate) and the output roundings count.
 struct Sites {
   Counters* accumulate;
   Counters* output;

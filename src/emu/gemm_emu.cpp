@@ -61,11 +61,12 @@ std::vector<Block> rest_of(const ops::GemmShape& s, int r, int c) {
   return rest;
 }
 
-// The same row, each step counted (detail::count_fp32_step).
+// The same row, each step counted (detail::count_fp32_step; Inexact: its inexact too).
+template <bool Inexact>
 void fma_row_counted(float a, const float* b, float* acc, int n, Counters& counters) {
   for (int j = 0; j < n; ++j) {
     const float result = std::fma(a, b[j], acc[j]);
-    detail::count_fp32_step(counters, a, b[j], acc[j], result);
+    detail::count_fp32_step(counters, a, b[j], acc[j], result, Inexact);
     acc[j] = result;
   }
 }
@@ -79,7 +80,7 @@ void accumulate_fp32(const ops::GemmShape& s, std::span<const float> A, std::spa
   // The kernel's 32-bit lane counters take at most 2R = 16 per k step per tile: k < 2^28 keeps them exact.
   if (policy.simd && (!counters || s.k < (1 << 28)) && detail::cpu_has_avx512()) {
     const auto cover = detail::fp32_accumulate_tiles_avx512(A.data(), B.data(), acc.data(), s.m, s.n, s.k,
-                                                            counters ? &local : nullptr);
+                                                            counters ? &local : nullptr, policy.count_step_inexact);
     blocks = rest_of(s, cover.rows, cover.columns);
   }
   for (const Block& blk : blocks)
@@ -89,7 +90,8 @@ void accumulate_fp32(const ops::GemmShape& s, std::span<const float> A, std::spa
         const float* b = &B[static_cast<std::size_t>(kk) * s.n + blk.column_begin];
         float* c = &acc[static_cast<std::size_t>(i) * s.n + blk.column_begin];
         const int width = blk.column_end - blk.column_begin;
-        if (counters) fma_row_counted(a, b, c, width, local);
+        if (counters && policy.count_step_inexact) fma_row_counted<true>(a, b, c, width, local);
+        else if (counters) fma_row_counted<false>(a, b, c, width, local);
         else if (fma_unit) fma_row_hardware(a, b, c, width);
         else fma_row_portable(a, b, c, width);
       }

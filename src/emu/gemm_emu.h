@@ -52,6 +52,10 @@ struct GemmPolicy {
   // Use the AVX-512 tile kernels where the CPU has them (same results and
   // counts as the portable loops, element by element; false forces those).
   bool simd = true;
+  // With counters and Accumulation::fp32: count every step's inexact at
+  // "gemm.accumulate" too (fl32(c + a*b) != c + a*b), at a cost (see below).
+  // Other models count inexact without it (fp16, mma) or nothing (tensor_core).
+  bool count_step_inexact = false;
 
   const formats::Format& b_format() const { return input_b ? *input_b : input; }
 };
@@ -65,12 +69,17 @@ struct GemmPolicy {
 // elements, addends_nonzero and swamped (count_update with u = a*b exact),
 // overflow (finite a, b, c, infinite result), nan_created (a NaN from non-NaN
 // a, b, c: inf * 0, inf - inf) and nonfinite_in (an inf or NaN among a, b, c,
-// when the step did not create the NaN). NOT counted, left 0: inexact,
-// zeros_in, underflow, underflow_to_zero, subnormal. A 0 there does not mean
-// "exact" or "no zeros": counting inexact (two more FMAs per step, with
-// directed rounding) made the counted GEMM about 4x the uncounted one at
-// 1024^3 (5x at 512^3), and zeros_in (one more compare) about 3x, against
-// about 1.9x without them (bench_gemm). tensor_core counts nothing there.
+// when the step did not create the NaN). inexact (fl32(c + a*b) != c + a*b,
+// overflow included, a NaN created or a non-finite value coming in not: as
+// count_rounding) only when policy.count_step_inexact is set, else left 0
+// (gemm_emu_simd.h: count_fp32_step). NOT counted, left 0: zeros_in,
+// underflow, underflow_to_zero, subnormal. A 0 there does not mean "exact"
+// or "no zeros". The cost: counting inexact (two more FMAs per step, with
+// directed rounding) makes the counted GEMM about 1.9x the one counted
+// without it (1.85-2.1x over 5 runs at 512^3 and 1024^3), about 4.6x the
+// uncounted one at 512^3 and 3.7x at 1024^3, against about 2.4x and 1.9x
+// without it (bench_gemm, one thread, AVX-512); zeros_in (one more compare)
+// was measured at about 3x the uncounted. tensor_core counts nothing there.
 void gemm_emu(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters = nullptr);
 

@@ -30,7 +30,7 @@
 #include <vector>
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers
-#pragma GCC diagnostic ignored "-Wuninitialized"        // (_mm256_undefined_si256 in _mm512_reduce_add_epi32)
+#pragma GCC diagnostic ignored "-Wuninitialized"        // (_mm256_undefined_si256 in _mm512_reduce_add_*)
 
 namespace mpverify::emu::detail {
 
@@ -115,8 +115,11 @@ __attribute__((target("avx512f"))) inline __m512 fp16_step(__m512 va, __m512 vb,
   return result;
 }
 
+// The sum of 16 unsigned 32-bit lane counts, in 64 bits (a tile's total can pass 2^32 where no lane does).
 __attribute__((target("avx512f"))) inline std::uint64_t sum(__m512i v) {
-  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm512_reduce_add_epi32(v)));
+  const __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(v));
+  const __m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(v, 1));
+  return static_cast<std::uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(lo, hi)));
 }
 
 __attribute__((target("avx512f"))) void add_lanes(const LaneCounts& n, std::uint64_t elements, Counters& c) {
@@ -297,7 +300,22 @@ __attribute__((target("avx512f,avx2,popcnt"))) void fp16_tiles(const float* A, c
 
 // fp32 accumulation, counted: count_fp32_step (gemm_emu_simd.h) on masks.
 //
+// Inexact (count_fp32_step's count_inexact, GemmPolicy::count_step_inexact),
+// mirroring fp32_step_inexact: the lanes where RD(a*b + c) != RU(a*b + c).
+// The directed roundings of a finite value agree iff it is a float (an
+// overflowing one: the largest float and inf; one beyond the largest float
+// but rounding to it: the same two); an exact zero rounds to -0 and +0,
+// equal under the compare. A lane with an inf or NaN among a, b, c has rd
+// and ru both inf (exact, not inexact) or both NaN (unordered: not counted),
+// and the exact step masks it off besides.
+__attribute__((target("avx512f"))) inline __mmask16 inexact_lanes(__mmask16 mask, __m512 a, __m512 b, __m512 c) {
+  const __m512 rd = _mm512_fmadd_round_ps(a, b, c, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512 ru = _mm512_fmadd_round_ps(a, b, c, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+  return _mm512_mask_cmp_ps_mask(mask, rd, ru, _CMP_NEQ_OQ);
+}
+
 // fp32_step_exact takes every count per lane, for any a, b, c.
+template <bool Inexact>
 __attribute__((target("avx512f"))) inline __m512 fp32_step_exact(__m512 a, __m512 b, __m512 c, LaneCounts& n) {
   const __m512 zero = _mm512_setzero_ps(), infinity = _mm512_set1_ps(__builtin_inff());
   const __m512 result = _mm512_fmadd_ps(a, b, c);
@@ -310,6 +328,7 @@ __attribute__((target("avx512f"))) inline __m512 fp32_step_exact(__m512 a, __m51
   bump(n.nan_created, created);
   bump(n.nonfinite, static_cast<__mmask16>(~finite & ~created));
   bump(n.overflow, _mm512_mask_cmp_ps_mask(finite, _mm512_abs_ps(result), infinity, _CMP_EQ_OQ));
+  if constexpr (Inexact) bump(n.inexact, inexact_lanes(finite, a, b, c));
   // count_update: u = a*b != 0 (a != 0 and b != 0), u and c finite; lost when c != 0 and result == c
   const __mmask16 addend = _mm512_mask_cmp_ps_mask(_mm512_mask_cmp_ps_mask(finite, a, zero, _CMP_NEQ_OQ), b, zero,
                                                    _CMP_NEQ_OQ);
@@ -335,22 +354,31 @@ __attribute__((target("avx512f"))) inline __m512 fp32_step_exact(__m512 a, __m51
 //    non-zeros (fp32_tiles), the tile only result == c.
 // Per vector: the FMA, a compare and a masked add (one lane counter per row).
 // A lane counter takes at most 2 per k step.
+// Inexact: every step of such a tile had finite a, b, c (above), so its
+// inexact lanes are those of inexact_lanes, whatever the products' size:
+// two more FMAs, a compare and a masked add per vector, into one lane
+// counter for the tile (at most 2R per k step: k < 2^28 keeps it exact).
+// One counter, not one per row: with R = 8 the 16 accumulators and 8
+// counters of equal leave no register for 8 more (measured: one is about
+// 10% faster at 512^3 and 1024^3).
 struct Fp32TileCounts {
-  std::uint64_t equal = 0;
+  std::uint64_t equal = 0, inexact = 0;
 };
 
 // One R x 32 tile of C in registers for the whole k loop, over a packed panel
 // of B (32 floats per k); each element still accumulates in k order, one
 // fp32 FMA per step. Count (not Exact): returns false (storing and counting
 // nothing) when an accumulator ends non-finite; Exact: every step through
-// fp32_step_exact.
-template <int R, bool Count, bool Exact>
+// fp32_step_exact. Inexact (with Count): inexact counted too.
+template <int R, bool Count, bool Exact, bool Inexact>
 __attribute__((target("avx512f"))) inline bool fp32_tile(const float* a_rows, const float* panel, float* out, int n,
                                                           int k, Fp32TileCounts* tile_counts, LaneCounts* lanes) {
+  static_assert(Count || !Inexact);
   __m512 c[R][2];
   [[maybe_unused]] const __m512i one = _mm512_set1_epi32(1);
-  // One lane counter per row (measured: as fast as a single one at 512^3 and 1024^3).
-  [[maybe_unused]] __m512i equal[R];
+  // One lane counter per row for equal (measured: as fast as a single one at 512^3 and 1024^3), one for
+  // inexact (Fp32TileCounts).
+  [[maybe_unused]] __m512i equal[R], inexact = _mm512_setzero_si512();
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) equal[r] = _mm512_setzero_si512();
 #pragma GCC unroll 16
@@ -362,13 +390,17 @@ __attribute__((target("avx512f"))) inline bool fp32_tile(const float* a_rows, co
     for (int r = 0; r < R; ++r) {
       const __m512 a = _mm512_set1_ps(a_rows[static_cast<std::size_t>(r) * k + kk]);
       if constexpr (Exact) {
-        c[r][0] = fp32_step_exact(a, b0, c[r][0], *lanes);
-        c[r][1] = fp32_step_exact(a, b1, c[r][1], *lanes);
+        c[r][0] = fp32_step_exact<Inexact>(a, b0, c[r][0], *lanes);
+        c[r][1] = fp32_step_exact<Inexact>(a, b1, c[r][1], *lanes);
       } else if constexpr (Count) {
         const __m512 x0 = _mm512_fmadd_ps(a, b0, c[r][0]);
         const __m512 x1 = _mm512_fmadd_ps(a, b1, c[r][1]);
         equal[r] = _mm512_mask_add_epi32(equal[r], _mm512_cmp_ps_mask(x0, c[r][0], _CMP_EQ_OQ), equal[r], one);
         equal[r] = _mm512_mask_add_epi32(equal[r], _mm512_cmp_ps_mask(x1, c[r][1], _CMP_EQ_OQ), equal[r], one);
+        if constexpr (Inexact) {
+          inexact = _mm512_mask_add_epi32(inexact, inexact_lanes(0xffff, a, b0, c[r][0]), inexact, one);
+          inexact = _mm512_mask_add_epi32(inexact, inexact_lanes(0xffff, a, b1, c[r][1]), inexact, one);
+        }
         c[r][0] = x0;
         c[r][1] = x1;
       } else {
@@ -382,6 +414,7 @@ __attribute__((target("avx512f"))) inline bool fp32_tile(const float* a_rows, co
       if (!all_finite(c[r][0]) || !all_finite(c[r][1])) return false;
     for (int r = 1; r < R; ++r) equal[0] = _mm512_add_epi32(equal[0], equal[r]);
     tile_counts->equal = sum(equal[0]);
+    if constexpr (Inexact) tile_counts->inexact = sum(inexact);
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -400,8 +433,10 @@ inline float min_nonzero_magnitude(float m, float x) {
 // Panels of 32 columns of B packed contiguous, as for fp16 above. Counting,
 // the operands' non-zeros give the fast tiles' addends (sum over k of the
 // tile rows' non-zero a times the panel row's non-zero b), per panel from
-// A's column counts, less the tiles that took the exact step.
-template <int R, bool Count>
+// A's column counts, less the tiles that took the exact step. Inexact (with
+// Count): inexact counted too, the fast tiles' summed here, the exact ones'
+// in the lane counts.
+template <int R, bool Count, bool Inexact>
 __attribute__((target("avx512f"))) void fp32_tiles(const float* A, const float* B, float* acc, int m, int n_whole,
                                                    int n, int k, Counters* counters) {
   std::vector<float> panel(static_cast<std::size_t>(k) * 32);
@@ -409,7 +444,7 @@ __attribute__((target("avx512f"))) void fp32_tiles(const float* A, const float* 
   // Counting only: per k, A's non-zeros over the tiled rows, and each row's smallest non-zero |a|.
   std::vector<std::uint32_t> a_nonzero, b_nonzero;
   std::vector<float> row_min;
-  std::uint64_t fast_lanes = 0, fast_addends = 0, equal = 0;
+  std::uint64_t fast_lanes = 0, fast_addends = 0, equal = 0, fast_inexact = 0;
   LaneCounts lanes;
   clear(lanes);
   std::uint64_t exact_steps = 0;
@@ -430,7 +465,7 @@ __attribute__((target("avx512f"))) void fp32_tiles(const float* A, const float* 
                   32 * sizeof(float));
     if constexpr (!Count) {
       for (int i0 = 0; i0 + R <= m; i0 += R)
-        fp32_tile<R, false, false>(A + static_cast<std::size_t>(i0) * k, panel.data(),
+        fp32_tile<R, false, false, false>(A + static_cast<std::size_t>(i0) * k, panel.data(),
                                    acc + static_cast<std::size_t>(i0) * n + j0, n, k, nullptr, nullptr);
     } else {
       float panel_min = __builtin_inff();
@@ -454,12 +489,13 @@ __attribute__((target("avx512f"))) void fp32_tiles(const float* A, const float* 
         for (int r = 0; r < R; ++r) tile_min = std::min(tile_min, row_min[static_cast<std::size_t>(i0 + r)]);
         const bool no_tiny_products = static_cast<double>(tile_min) * static_cast<double>(panel_min) >= 0x1p-149;
         Fp32TileCounts t;
-        if (no_tiny_products && fp32_tile<R, true, false>(a_rows, panel.data(), out, n, k, &t, nullptr)) {
+        if (no_tiny_products && fp32_tile<R, true, false, Inexact>(a_rows, panel.data(), out, n, k, &t, nullptr)) {
           equal += t.equal;
+          fast_inexact += t.inexact;
           continue;
         }
         // The exact step throughout; this tile's lanes and addends leave the fast ones.
-        fp32_tile<R, true, true>(a_rows, panel.data(), out, n, k, nullptr, &lanes);
+        fp32_tile<R, true, true, Inexact>(a_rows, panel.data(), out, n, k, nullptr, &lanes);
         exact_steps += static_cast<std::uint64_t>(R) * 32 * static_cast<std::uint64_t>(k);
         fast_lanes -= static_cast<std::uint64_t>(R) * 32 * static_cast<std::uint64_t>(k);
         for (int kk = 0; kk < k; ++kk) {
@@ -476,6 +512,7 @@ __attribute__((target("avx512f"))) void fp32_tiles(const float* A, const float* 
     counters->elements += fast_lanes + exact_steps;
     counters->addends_nonzero += fast_addends;
     counters->swamped += equal - (fast_lanes - fast_addends);
+    counters->inexact += fast_inexact;
   }
 }
 
@@ -492,13 +529,14 @@ TileCover fp16_accumulate_tiles_avx512(const float* A, const float* B, float* ac
 }
 
 TileCover fp32_accumulate_tiles_avx512(const float* A, const float* B, float* acc, int m, int n, int k,
-                                       Counters* counters) {
+                                       Counters* counters, bool count_inexact) {
   // Rows per tile, measured at 512^3 and 1024^3 with the packed panel: 8 is
   // about as fast as 4, and 12 is slower.
   constexpr int R = 8;
   const int n_whole = n - n % 32, m_whole = m - m % R;
-  if (counters) fp32_tiles<R, true>(A, B, acc, m, n_whole, n, k, counters);
-  else fp32_tiles<R, false>(A, B, acc, m, n_whole, n, k, counters);
+  if (counters && count_inexact) fp32_tiles<R, true, true>(A, B, acc, m, n_whole, n, k, counters);
+  else if (counters) fp32_tiles<R, true, false>(A, B, acc, m, n_whole, n, k, counters);
+  else fp32_tiles<R, false, false>(A, B, acc, m, n_whole, n, k, counters);
   return {m_whole, n_whole};
 }
 
@@ -507,6 +545,8 @@ TileCover fp32_accumulate_tiles_avx512(const float* A, const float* B, float* ac
 #else
 namespace mpverify::emu::detail {
 TileCover fp16_accumulate_tiles_avx512(const float*, const float*, float*, int, int, int, Counters*) { return {0, 0}; }
-TileCover fp32_accumulate_tiles_avx512(const float*, const float*, float*, int, int, int, Counters*) { return {0, 0}; }
+TileCover fp32_accumulate_tiles_avx512(const float*, const float*, float*, int, int, int, Counters*, bool) {
+  return {0, 0};
+}
 }  // namespace mpverify::emu::detail
 #endif

@@ -64,7 +64,8 @@ std::optional<gpu::ConvCompute> gpu_compute_for(const emu::GemmPolicy& p) {
 OpResult run_conv2d(const OpArgs& args, std::vector<Side> sides) {
   const Direction dir = direction_of(args.op);
   const mpverify::ops::Conv2dShape shape = shape_option(args.shape);
-  check_keys(args.policy, {"input", "input-b", "accumulate", "promotion", "output", "block", "extra", "tc-rounding"},
+  check_keys(args.policy, {"input", "input-b", "accumulate", "promotion", "output", "block", "extra", "tc-rounding",
+                              "step-inexact"},
              "--policy");
   emu::GemmPolicy policy = gemm_policy_option(args.policy);
   if (!args.policy.contains("output")) policy.output = policy.input;  // as cuDNN, whose tensors share a type

@@ -72,7 +72,8 @@ OpResult run_gemm_altering_emulator(const OpArgs& args, std::vector<Side> sides,
                               whole_number(args.shape, "ta", "--shape", 0) != 0,
                               whole_number(args.shape, "tb", "--shape", 0) != 0};
   if (shape.m == 0 || shape.n == 0 || shape.k == 0) throw UsageError("--shape: m, n and k must be at least 1");
-  check_keys(args.policy, {"input", "input-b", "accumulate", "promotion", "output", "block", "extra", "tc-rounding"},
+  check_keys(args.policy, {"input", "input-b", "accumulate", "promotion", "output", "block", "extra", "tc-rounding",
+                              "step-inexact"},
              "--policy");
   const emu::GemmPolicy policy = gemm_policy_option(args.policy);
   emu::GemmPolicy emulator_policy = policy;

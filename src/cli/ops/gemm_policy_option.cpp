@@ -60,6 +60,14 @@ emu::GemmPolicy gemm_policy_option(const KeyValues& kv) {
     else if (it->second == "rne") policy.tensor_core.rounding = formats::Rounding::nearest_even;
     else throw UsageError("--policy: tc-rounding=" + it->second + ": expected rtz or rne");
   }
+  if (auto it = kv.find("step-inexact"); it != kv.end()) {
+    if (it->second != "0" && it->second != "1")
+      throw UsageError("--policy: step-inexact=" + it->second + ": expected 0 or 1");
+    policy.count_step_inexact = it->second == "1";
+    if (policy.count_step_inexact && policy.accumulation != emu::Accumulation::fp32)
+      throw UsageError("--policy: step-inexact=1 needs accumulate=fp32 (fp16 and the instruction models count every "
+                       "step's inexact anyway; the tensor-core model counts no steps)");
+  }
   return policy;
 }
 
@@ -73,6 +81,7 @@ nlohmann::json to_json(const emu::GemmPolicy& policy) {
     j["extra"] = policy.tensor_core.extra_bits;
     j["tc-rounding"] = policy.tensor_core.rounding == formats::Rounding::toward_zero ? "rtz" : "rne";
   }
+  if (policy.count_step_inexact) j["step-inexact"] = 1;  // only when set: the default policy's JSON is unchanged
   if (policy.accumulation == emu::Accumulation::mma) {
     j["mma"] = policy.mma->name;
     j["promotion"] = policy.promotion_interval;
