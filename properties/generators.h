@@ -91,6 +91,7 @@ inline std::vector<std::uint32_t> edge_magnitudes(const fm::Format& f) {
     }
     case fm::Encoding::fn: edges.push_back(f.all_bits_mask() & ~f.sign_mask()); break;
     case fm::Encoding::fnuz: break;  // its NaN is the negative zero pattern: edge 0 with the sign
+    case fm::Encoding::finite: break;  // no NaN, no infinity: every pattern is a number
   }
   return edges;
 }

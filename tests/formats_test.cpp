@@ -42,6 +42,13 @@ TEST(FormatPresets, ConstantsMatchTheFormatsTable) {
       {"fp8-e5m2", 5, 3, 57344, 0x1p-14, 0x1p-16, 8},
       {"fp8-e4m3fnuz", 4, 4, 240, 0x1p-7, 0x1p-10, 16},
       {"fp8-e5m2fnuz", 5, 3, 57344, 0x1p-15, 0x1p-17, 8},
+      // OCP MX v1.0 (shared/reference/tensor-cores.md): FP4, FP6, the E8M0 scale (no
+      // subnormals: its smallest value is 2^-127), and NVFP4's unsigned E4M3 scale.
+      {"fp4-e2m1", 2, 2, 6, 1, 0.5, 4},
+      {"fp6-e2m3", 2, 4, 7.5, 1, 0.125, 16},
+      {"fp6-e3m2", 3, 3, 28, 0.25, 0.0625, 8},
+      {"e8m0", 8, 1, 0x1p127, 0x1p-127, 0x1p-127, 2},
+      {"ue4m3", 4, 4, 448, 0x1p-6, 0x1p-9, 16},
   };
   int checked = 0;
   for (const Row& r : table) {
@@ -57,8 +64,10 @@ TEST(FormatPresets, ConstantsMatchTheFormatsTable) {
     EXPECT_EQ(f.epsilon(), std::ldexp(1.0, 1 - r.p));
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
-  EXPECT_EQ(presets().size(), 7u);
+  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(presets().size(), 10u);  // the element formats
+  EXPECT_EQ(scale_presets().size(), 2u);  // e8m0, ue4m3
+  EXPECT_EQ(all_presets().size(), 12u);
 }
 
 TEST(FormatPresets, SpecialEncodingsByName) {
@@ -108,6 +117,34 @@ TEST(FormatParsing, BadNamesSayWhatIsAccepted) {
   }
   // An ieee overflow policy needs infinities that fn/fnuz formats lack.
   EXPECT_THROW(parse_format("fp8-e4m3:ieee"), FormatError);
+  // FP4 has neither NaN nor infinity: only saturation.
+  EXPECT_THROW(parse_format("fp4-e2m1:nan"), FormatError);
+}
+
+TEST(FormatParsing, GenericNamesAreIeeeLikeNotOcp) {
+  // e2m1: bias 1, the all-ones exponent is inf/NaN, so max 1.5 * 2^1 = 3; OCP FP4's max is 6.
+  EXPECT_EQ(parse_format("e2m1").max_finite(), 3.0);
+  EXPECT_TRUE(parse_format("e2m1").has_infinity());
+  EXPECT_EQ(parse_format("fp4-e2m1").max_finite(), 6.0);
+  EXPECT_FALSE(same_values(parse_format("e2m1"), parse_format("fp4-e2m1")));
+  // The error message points the reader at the OCP name.
+  try {
+    parse_format("fp4");
+    ADD_FAILURE() << "accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("fp4-e2m1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FormatEncoding, UnsignedAndZerolessFormatsDifferFromTheirSignedTwins) {
+  // ue4m3 has fp8-e4m3's fields but no sign bit; e8m0 has no zero.
+  EXPECT_FALSE(same_values(parse_format("ue4m3"), parse_format("fp8-e4m3")));
+  EXPECT_EQ(parse_format("ue4m3").width(), 7);
+  EXPECT_EQ(parse_format("ue4m3").sign_mask(), 0u);
+  EXPECT_EQ(parse_format("e8m0").width(), 8);
+  Format zeroless = parse_format("e8m0");
+  zeroless.has_zero = true;
+  EXPECT_FALSE(same_values(zeroless, parse_format("e8m0")));
 }
 
 TEST(FormatRounding, NearestTiesAndDirectedModes) {

@@ -62,7 +62,9 @@ void add_eval_command(CLI::App& root, std::vector<Command>& commands) {
                   "add, sub, mul, div, sqrt, fma, from-f32, from-f64, to-f32, to-f64, from-FORMAT (e.g. from-bf16),\n"
                   "or dot (a tensor-core instruction: see the --op dot options)")
       ->required();
-  app->add_option("--format", o->format, "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, ... or eXmY (not for --op dot)");
+  app->add_option("--format", o->format,
+                  "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp4-e2m1, e8m0, ... or eXmY (IEEE-like: e2m1 is not "
+                  "fp4-e2m1) (not for --op dot)");
   add_dot_options(app, o->dot);
   o->rounding.add_to(app, "Stochastic rounding: case k (from 0) uses draw (seed, 0, k)");
   app->add_flag("--check", o->check, "Compare with the expected result and flags on each line");

@@ -75,7 +75,10 @@ void add_round_command(CLI::App& root, std::vector<Command>& commands) {
       "Round values to a format once and show the bits, value and IEEE flags.\n"
       "Values are decimal (read as the nearest double), or float32 bits such as 0x3f800000;\n"
       "with no VALUE they are read from standard input, one per line.");
-  app->add_option("--format", o->format, "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, ... or eXmY (e.g. e5m7)")->required();
+  app->add_option("--format", o->format,
+                  "fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, ..., the OCP MX formats fp4-e2m1, fp6-e2m3, fp6-e3m2, "
+                  "e8m0, NVFP4's ue4m3, or eXmY (IEEE-like: e2m1 is not fp4-e2m1; see 'mpverify formats')")
+      ->required();
   o->rounding.add_to(app, "Seed for stochastic rounding: value k uses draw (seed, 0, k)");
   app->add_flag("--json", o->json, "Print a JSON array");
   app->add_option("VALUE", o->values, "Values to round");

@@ -76,9 +76,10 @@ Term split(const formats::Format& f, std::uint32_t bits) {
 const Term* split_table(const formats::Format& f) {
   if (f.width() > 16) return nullptr;
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, bool, int>, std::vector<Term>> tables;
+  static std::map<std::tuple<int, int, int, bool, int, bool, bool>, std::vector<Term>> tables;
   const std::lock_guard<std::mutex> lock(mutex);
-  auto& table = tables[{f.exponent_bits, f.mantissa_bits, f.bias, f.subnormals, static_cast<int>(f.encoding)}];
+  auto& table = tables[{f.exponent_bits, f.mantissa_bits, f.bias, f.subnormals, static_cast<int>(f.encoding),
+                        f.is_signed, f.has_zero}];
   if (table.empty())
     for (std::uint32_t bits = 0; bits < (1u << f.width()); ++bits) table.push_back(split(f, bits));
   return table.data();

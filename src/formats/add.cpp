@@ -29,7 +29,7 @@ std::uint32_t sum_to_format(const Format& f, double x, double y, const RoundingC
     // or -0 when rounding down (IEEE 754 6.3).
     const bool negative = (x == 0 && y == 0 && std::signbit(x) == std::signbit(y)) ? std::signbit(x)
                                                                                       : rc.mode == Rounding::down;
-    return zero_bits(f, negative);
+    return zero_result(f, negative, flags);
   }
   const double error = two_sum_error(x, y, sum);
   return round_pack(f, std::signbit(sum), std::fabs(sum), detail::residual_sign(sum, error), rc, flags);
@@ -38,7 +38,8 @@ std::uint32_t sum_to_format(const Format& f, double x, double y, const RoundingC
 std::uint32_t sub(const Format& f, std::uint32_t a, std::uint32_t b, const RoundingContext& rc, Flags& flags) {
   // NaNs propagate unchanged (not negated), as SoftFloat's f16_sub does.
   if (is_nan(f, a) || is_nan(f, b)) return detail::propagate_nan(f, a, b, flags);
-  return add(f, a, detail::negate(f, b), rc, flags);
+  // -b as a double, not as bits: an unsigned format has no encoding for it.
+  return sum_to_format(f, to_double(f, a), -to_double(f, b), rc, flags);
 }
 
 }  // namespace mpverify::formats

@@ -20,6 +20,7 @@ bool is_nan(const Format& f, std::uint32_t bits) {
     case Encoding::ieee: return exponent_field(f, bits) == f.exponent_field_max() && fraction(f, bits) != 0;
     case Encoding::fn: return (bits & ~f.sign_mask()) == (f.all_bits_mask() & ~f.sign_mask());
     case Encoding::fnuz: return bits == f.sign_mask();
+    case Encoding::finite: return false;  // every pattern is a number
   }
   return false;
 }
@@ -33,6 +34,7 @@ bool is_infinity(const Format& f, std::uint32_t bits) {
 }
 
 bool is_zero(const Format& f, std::uint32_t bits) {
+  if (!f.has_zero) return false;  // e8m0: field 0 is 2^-127
   if (f.encoding == Encoding::fnuz) return bits == 0;
   const std::uint32_t magnitude = bits & ~f.sign_mask();
   return magnitude == 0 || (!f.subnormals && exponent_field(f, bits) == 0);
@@ -51,7 +53,7 @@ double to_double(const Format& f, std::uint32_t bits) {
   const std::uint32_t e = exponent_field(f, bits);
   const std::uint32_t m = fraction(f, bits);
   std::uint64_t magnitude_bits;
-  if (e == 0) {
+  if (e == 0 && f.has_zero) {
     if (m == 0 || !f.subnormals) return negative ? -0.0 : 0.0;
     // Subnormal: m * 2^(emin - mantissa_bits); exact, the product is a normal double.
     const double v = static_cast<double>(m) * std::ldexp(1.0, f.emin() - f.mantissa_bits);
@@ -69,6 +71,7 @@ std::uint32_t quiet_nan(const Format& f, std::uint32_t bits) {
     case Encoding::ieee: return bits | (1u << (f.mantissa_bits - 1));
     case Encoding::fn: return bits;  // the only NaN of its sign
     case Encoding::fnuz: return f.sign_mask();
+    case Encoding::finite: return bits;  // never a NaN
   }
   return bits;
 }

@@ -42,7 +42,7 @@ std::uint32_t fma(const Format& f, std::uint32_t a, std::uint32_t b, std::uint32
     const bool negative = (product == 0 && z == 0 && std::signbit(product) == std::signbit(z))
                               ? std::signbit(z)
                               : rc.mode == Rounding::down;
-    return zero_bits(f, negative);
+    return zero_result(f, negative, flags);
   }
   const double error = two_sum_error(product, z, sum);
   return round_pack(f, std::signbit(sum), std::fabs(sum), detail::residual_sign(sum, error), rc, flags);

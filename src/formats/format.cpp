@@ -2,21 +2,25 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace mpverify::formats {
 
 int Format::emax() const {
+  const int top = static_cast<int>(exponent_field_max()) - bias;  // the all-ones exponent field
   switch (encoding) {
-    case Encoding::ieee: return static_cast<int>(exponent_field_max()) - 1 - bias;  // all-ones is inf/NaN
-    case Encoding::fn:
-    case Encoding::fnuz: return static_cast<int>(exponent_field_max()) - bias;
+    case Encoding::ieee: return top - 1;  // all-ones is inf/NaN
+    // fn's NaN is the all-ones pattern; with no fraction bits (e8m0) that is the whole top binade.
+    case Encoding::fn: return mantissa_bits == 0 ? top - 1 : top;
+    case Encoding::fnuz:
+    case Encoding::finite: return top;
   }
   return 0;
 }
 
 std::uint32_t Format::max_fraction_in_top_binade() const {
   // fn reserves S.1111.111 for NaN, so its top binade stops one short.
-  return encoding == Encoding::fn ? mantissa_mask() - 1 : mantissa_mask();
+  return encoding == Encoding::fn && mantissa_bits > 0 ? mantissa_mask() - 1 : mantissa_mask();
 }
 
 double Format::max_finite() const {
@@ -42,6 +46,9 @@ std::uint32_t Format::default_nan_bits() const {
     case Encoding::ieee: return sign_mask() | positive_infinity_bits() | (1u << (mantissa_bits - 1));
     case Encoding::fn: return all_bits_mask();  // S.1111.111 with the sign set
     case Encoding::fnuz: return sign_mask();
+    // No NaN to return: the largest value stands in for it, and the caller
+    // raises `invalid` (a choice; torchao's FP4/FP6 casts leave NaN undefined).
+    case Encoding::finite: return max_finite_bits();
   }
   return 0;
 }
@@ -51,13 +58,20 @@ void Format::validate() const {
     throw FormatError("format '" + name + "': " + what);
   };
   if (exponent_bits < 2 || exponent_bits > 8) fail("exponent_bits must be 2..8, got " + std::to_string(exponent_bits));
-  if (mantissa_bits < 1 || mantissa_bits > 23) fail("mantissa_bits must be 1..23, got " + std::to_string(mantissa_bits));
+  if (mantissa_bits < 0 || mantissa_bits > 23)
+    fail("mantissa_bits must be 0..23, got " + std::to_string(mantissa_bits));
+  if (mantissa_bits == 0 && encoding == Encoding::ieee)
+    fail("ieee encoding needs a fraction bit to tell NaN from infinity");
   if (emin() - mantissa_bits < -149 || emax() > 127)
     fail("bias " + std::to_string(bias) + " puts values outside float32's range");
   if (encoding != Encoding::ieee && overflow == Overflow::ieee)
     fail("overflow policy 'ieee' needs infinities; use ':nan' or ':saturate' with encoding " +
          std::string(to_string(encoding)));
-  if (encoding == Encoding::fn && mantissa_bits < 1) fail("fn encoding needs a fraction bit for NaN");
+  if (encoding == Encoding::finite && overflow != Overflow::saturate)
+    fail("encoding 'finite' has no NaN and no infinity, so overflow must saturate (':saturate')");
+  if (!is_signed && encoding != Encoding::fn)
+    fail("an unsigned format needs encoding 'fn': a negative input becomes its NaN");
+  if (!has_zero && subnormals) fail("a format without zero has no subnormals; use ':ftz'");
 }
 
 namespace {
@@ -75,6 +89,33 @@ Format make(std::string name, int e, int m, Encoding enc = Encoding::ieee, Overf
   f.validate();
   return f;
 }
+
+// NVFP4's block scale: OCP E4M3 without the sign bit (values 2^-9..448, 0x7f
+// NaN). Saturating, as torchao clamps the scale to 448 before its E4M3 cast
+// (prototype/mx_formats/nvfp4_tensor.py, nvfp4_quantize).
+Format make_ue4m3() {
+  Format f = make("ue4m3", 4, 3, Encoding::fn, Overflow::saturate);
+  f.is_signed = false;
+  f.validate();
+  return f;
+}
+
+// The OCP MX v1.0 scale (section 5.4.1): 8 exponent bits, bias 127, no sign,
+// no fraction, no zero; 0xff is NaN, 0x00 is 2^-127. Overflow gives NaN, as
+// PyTorch's float8_e8m0fnu cast does (a rounding past 2^127 lands on 0xff)
+// and as microxcaling marks an overflowing shared exponent; ":saturate" gives
+// Transformer Engine's clamp at 2^127.
+Format make_e8m0() {
+  Format f = make("e8m0", 8, 0, Encoding::fn, Overflow::nan);
+  f.is_signed = false;
+  f.has_zero = false;
+  f.subnormals = false;
+  f.validate();
+  return f;
+}
+
+// Where a preset's name starts: "fp8-e4m3:saturate" -> "fp8-e4m3".
+std::string_view base_name(std::string_view name) { return name.substr(0, name.find(':')); }
 
 }  // namespace
 
@@ -98,15 +139,42 @@ const std::vector<Format>& presets() {
       make("fp8-e5m2", 5, 2),
       make("fp8-e4m3fnuz", 4, 3, Encoding::fnuz, Overflow::nan),
       make("fp8-e5m2fnuz", 5, 2, Encoding::fnuz, Overflow::nan),
+      // OCP MX v1.0 element formats (section 5.3): no inf, no NaN, saturating.
+      make("fp4-e2m1", 2, 1, Encoding::finite, Overflow::saturate),
+      make("fp6-e2m3", 2, 3, Encoding::finite, Overflow::saturate),
+      make("fp6-e3m2", 3, 2, Encoding::finite, Overflow::saturate),
   };
   return all;
 }
 
+const std::vector<Format>& scale_presets() {
+  static const std::vector<Format> all = {make_e8m0(), make_ue4m3()};
+  return all;
+}
+
+const std::vector<Format>& all_presets() {
+  static const std::vector<Format> all = [] {
+    std::vector<Format> v = presets();
+    v.insert(v.end(), scale_presets().begin(), scale_presets().end());
+    return v;
+  }();
+  return all;
+}
+
+namespace {
+
+// What parse_format accepts, for its error messages.
+std::string accepted_formats() {
+  std::string accepted = "expected a preset (";
+  for (const Format& p : all_presets()) accepted += p.name + ", ";
+  return accepted +
+         "fp32) or eXmY (IEEE-like: X = 2..8 exponent bits, Y = 1..23 fraction bits, e.g. e5m7; e2m1 is not "
+         "OCP FP4, which is fp4-e2m1), optionally followed by :saturate, :nan, :ieee or :ftz";
+}
+
+}  // namespace
+
 Format parse_format(std::string_view text) {
-  const std::string_view accepted =
-      "expected a preset (fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz, fp8-e5m2fnuz, fp32) or eXmY "
-      "(X = 2..8 exponent bits, Y = 1..23 fraction bits, e.g. e5m7), optionally followed by :saturate, "
-      ":nan, :ieee or :ftz";
   const std::size_t colon = text.find(':');
   const std::string_view base = text.substr(0, colon);
   Format f;
@@ -116,7 +184,7 @@ Format parse_format(std::string_view text) {
     f.name = "fp32";
     found = true;
   }
-  for (const Format& p : presets()) {
+  for (const Format& p : all_presets()) {
     if (p.name == base) { f = p; found = true; }
   }
   if (!found && base.size() >= 4 && base[0] == 'e') {
@@ -128,13 +196,13 @@ Format parse_format(std::string_view text) {
       if (ece == std::errc() && ecm == std::errc() && pe == base.data() + m_at &&
           pm == base.data() + base.size()) {
         if (e < 2 || e > 8 || m < 1 || m > 23)
-          throw FormatError("format '" + std::string(text) + "': " + std::string(accepted));
+          throw FormatError("format '" + std::string(text) + "': " + accepted_formats());
         f = custom_format(e, m);
         found = true;
       }
     }
   }
-  if (!found) throw FormatError("unknown format '" + std::string(text) + "': " + std::string(accepted));
+  if (!found) throw FormatError("unknown format '" + std::string(text) + "': " + accepted_formats());
   std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon);
   while (!rest.empty()) {
     const std::size_t next = rest.find(':', 1);
@@ -143,8 +211,9 @@ Format parse_format(std::string_view text) {
     else if (mod == "nan") f.overflow = Overflow::nan;
     else if (mod == "ieee") f.overflow = Overflow::ieee;
     else if (mod == "ftz") f.subnormals = false;
-    else throw FormatError("format '" + std::string(text) + "': unknown modifier ':" + std::string(mod) + "'; " +
-                           std::string(accepted));
+    else
+      throw FormatError("format '" + std::string(text) + "': unknown modifier ':" + std::string(mod) + "'; " +
+                        accepted_formats());
     f.name += ':';
     f.name += mod;
     rest = next == std::string_view::npos ? std::string_view{} : rest.substr(next);
@@ -158,6 +227,7 @@ std::string_view to_string(Encoding e) {
     case Encoding::ieee: return "ieee";
     case Encoding::fn: return "fn";
     case Encoding::fnuz: return "fnuz";
+    case Encoding::finite: return "finite";
   }
   return "?";
 }
@@ -173,12 +243,51 @@ std::string_view to_string(Overflow o) {
 
 bool same_values(const Format& a, const Format& b) {
   return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
-         a.subnormals == b.subnormals && a.encoding == b.encoding;
+         a.subnormals == b.subnormals && a.is_signed == b.is_signed && a.has_zero == b.has_zero &&
+         a.encoding == b.encoding;
 }
 
-bool same_encoding(const Format& a, const Format& b) {
-  return a.exponent_bits == b.exponent_bits && a.mantissa_bits == b.mantissa_bits && a.bias == b.bias &&
-         a.subnormals == b.subnormals && a.encoding == b.encoding && a.overflow == b.overflow;
+bool same_encoding(const Format& a, const Format& b) { return same_values(a, b) && a.overflow == b.overflow; }
+
+namespace {
+
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string specials(const Format& f) {
+  switch (f.encoding) {
+    case Encoding::ieee: return "inf, NaN";
+    case Encoding::fn: return "no inf, NaN only at all-ones";
+    case Encoding::fnuz: return "no inf, no -0, NaN in its place";
+    case Encoding::finite: return "no inf, no NaN";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string namesake_note(const Format& f) {
+  if (!f.is_signed || f.mantissa_bits < 1) return "";  // no eXmY has f's shape
+  const Format generic = custom_format(f.exponent_bits, f.mantissa_bits);
+  // The presets of the same shape whose values differ from the eXmY's.
+  std::vector<const Format*> lookalikes;
+  bool concerns_f = base_name(f.name) == generic.name;
+  for (const Format& p : presets()) {
+    if (!p.is_signed || p.exponent_bits != f.exponent_bits || p.mantissa_bits != f.mantissa_bits ||
+        same_values(p, generic))
+      continue;
+    lookalikes.push_back(&p);
+    concerns_f = concerns_f || base_name(f.name) == p.name;
+  }
+  if (lookalikes.empty() || !concerns_f) return "";
+  std::string note =
+      generic.name + " is IEEE-like (max " + shortest(generic.max_finite()) + ", " + specials(generic) + ")";
+  for (const Format* p : lookalikes)
+    note += "; " + p->name + " is another format (max " + shortest(p->max_finite()) + ", " + specials(*p) + ")";
+  return note;
 }
 
 }  // namespace mpverify::formats

@@ -1,10 +1,15 @@
 // A low-precision floating-point format, described by its bit layout and its
 // choices for special values, with the constants that follow from them.
 //
-// Every format here has 1 sign bit, `exponent_bits` (2..8) and `mantissa_bits`
-// (1..23) stored fraction bits, so every finite value is exactly a float and a
-// double; that is what lets the arithmetic in this folder compute exact
-// intermediates in double (see round_pack.h).
+// Every format here has 1 sign bit (or none: `is_signed`), `exponent_bits`
+// (2..8) and `mantissa_bits` (0..23) stored fraction bits, so every finite
+// value is exactly a float and a double; that is what lets the arithmetic in
+// this folder compute exact intermediates in double (see round_pack.h).
+//
+// The OCP Microscaling (MX v1.0) formats are described by the same fields:
+// FP4/FP6 elements are `finite` (no inf, no NaN), NVFP4's UE4M3 block scale
+// is fp8-e4m3 without its sign bit, and the E8M0 scale is unsigned, has no
+// fraction bits and no zero (exponent field 0 is the value 2^-127).
 #pragma once
 
 #include <cstdint>
@@ -17,9 +22,13 @@ namespace mpverify::formats {
 
 // How the all-ones exponent (and NaN) is encoded.
 enum class Encoding : std::uint8_t {
-  ieee,  // all-ones exponent: infinity (fraction 0) or NaN; signed zeros
-  fn,    // OCP "fn": no infinities; only S.1111.111 is NaN (fp8-e4m3)
-  fnuz,  // "fnuz": no infinities, no negative zero; 1000...0 is the only NaN
+  ieee,    // all-ones exponent: infinity (fraction 0) or NaN; signed zeros
+  fn,      // OCP "fn": no infinities; only S.1111.111 is NaN (fp8-e4m3; unsigned:
+           // ue4m3's 0x7f, and e8m0's 0xff, which with no fraction bits is its whole
+           // top binade)
+  fnuz,    // "fnuz": no infinities, no negative zero; 1000...0 is the only NaN
+  finite,  // OCP FP4/FP6: no infinities and no NaN; every pattern is a number, so
+           // overflow can only saturate and a NaN input has nowhere to go (invalid)
 };
 
 // What a result too large for the format becomes. `ieee` follows IEEE 754
@@ -41,23 +50,29 @@ struct Format {
   int bias = 0;
   bool subnormals = true;  // false: subnormal results flush to zero and
                            // subnormal encodings read as zero
+  bool is_signed = true;   // false: no sign bit; a negative input is invalid (NaN)
+  bool has_zero = true;    // false (E8M0): exponent field 0 is the binade 2^-bias,
+                           // there is no zero and no subnormal, and anything below
+                           // the smallest value rounds up to it (underflow)
   Encoding encoding = Encoding::ieee;
   Overflow overflow = Overflow::ieee;
 
   // --- layout -------------------------------------------------------------
-  int width() const { return 1 + exponent_bits + mantissa_bits; }
+  int width() const { return (is_signed ? 1 : 0) + exponent_bits + mantissa_bits; }
   int precision() const { return mantissa_bits + 1; }
-  std::uint32_t sign_mask() const { return 1u << (width() - 1); }
+  std::uint32_t sign_mask() const { return is_signed ? 1u << (width() - 1) : 0u; }  // 0: unsigned
   std::uint32_t exponent_field_max() const { return (1u << exponent_bits) - 1; }
   std::uint32_t mantissa_mask() const { return (1u << mantissa_bits) - 1; }
   std::uint32_t all_bits_mask() const { return width() == 32 ? 0xffffffffu : (1u << width()) - 1; }
   bool has_infinity() const { return encoding == Encoding::ieee; }
-  bool has_negative_zero() const { return encoding != Encoding::fnuz; }
+  bool has_nan() const { return encoding != Encoding::finite; }
+  bool has_negative_zero() const { return is_signed && has_zero && encoding != Encoding::fnuz; }
 
   // --- exponent range (unbiased) --------------------------------------------
-  int emin() const { return 1 - bias; }  // exponent of the smallest normal
+  int emin() const { return (has_zero ? 1 : 0) - bias; }  // exponent of the smallest normal
   int emax() const;                      // exponent of the largest finite binade
-  // Largest fraction field in the top binade (fn reserves all-ones for NaN).
+  // Largest fraction field in the top binade (fn reserves all-ones for NaN;
+  // with no fraction bits that is the whole binade, and emax is one lower).
   std::uint32_t max_fraction_in_top_binade() const;
 
   // --- derived constants (exact powers of two or sums of them) --------------
@@ -76,7 +91,9 @@ struct Format {
   // Encodings of special values.
   std::uint32_t positive_infinity_bits() const;  // only with has_infinity()
   std::uint32_t max_finite_bits() const;
-  std::uint32_t default_nan_bits() const;  // what an invalid operation returns
+  // What an invalid operation returns: the format's default NaN, or for a
+  // `finite` format (no NaN) its substitute, +max_finite (with `invalid` raised).
+  std::uint32_t default_nan_bits() const;
 
   // Throws FormatError naming the offending field when the descriptor is
   // inconsistent (e.g. ieee overflow policy on a format without infinities).
@@ -95,15 +112,29 @@ bool same_encoding(const Format& a, const Format& b);
 // operand's format must be for a tensor-core instruction that reads it.
 bool same_values(const Format& a, const Format& b);
 
-// Named presets: fp16, bf16, tf32, fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz,
-// fp8-e5m2fnuz.
+// Named presets of element formats, all signed with a zero: fp16, bf16, tf32,
+// fp8-e4m3, fp8-e5m2, fp8-e4m3fnuz, fp8-e5m2fnuz and the OCP MX element
+// formats fp4-e2m1, fp6-e2m3, fp6-e3m2.
 const std::vector<Format>& presets();
+// The block-scale formats: e8m0 (OCP MX) and ue4m3 (NVFP4). Kept apart
+// because they are unsigned (and e8m0 has no zero): properties of signed
+// arithmetic such as round(-x) == -round(x) do not hold for them.
+const std::vector<Format>& scale_presets();
+// presets() then scale_presets(): every name parse_format knows but fp32.
+const std::vector<Format>& all_presets();
 
 // Parses a preset name or a custom `eXmY` (IEEE encoding, bias 2^(X-1)-1),
 // optionally followed by modifiers: `:saturate`, `:nan`, `:ieee` (overflow
 // policy), `:ftz` (no subnormals). Throws FormatError with a message that lists
-// what is accepted.
+// what is accepted. `eXmY` is always IEEE-like: e2m1 is not OCP FP4 (see
+// namesake_note).
 Format parse_format(std::string_view text);
+
+// One line telling an OCP-style preset from the IEEE-like eXmY of the same
+// shape (a mix-up that has caused real bugs): for fp4-e2m1, and for e2m1, both
+// say "e2m1 is IEEE-like (max 3, inf, NaN); fp4-e2m1 is OCP's (max 6, no inf,
+// no NaN)". Empty when f has no such namesake.
+std::string namesake_note(const Format& f);
 
 // An IEEE-style custom format with `exponent_bits` and `mantissa_bits`.
 Format custom_format(int exponent_bits, int mantissa_bits);

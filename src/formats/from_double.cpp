@@ -12,10 +12,15 @@ std::uint32_t from_double(const Format& f, double x, const RoundingContext& rc, 
   if (std::isnan(x)) {
     const std::uint64_t bits = std::bit_cast<std::uint64_t>(x);
     if ((bits & (std::uint64_t{1} << 51)) == 0) flags.raise(Flags::invalid);  // signalling
+    if (!f.has_nan()) flags.raise(Flags::invalid);  // nowhere to put it: the stand-in is a number
     if (f.encoding != Encoding::ieee) return detail::nan_bits(f, negative);
     // As x86 converts NaNs: keep the top fraction bits, set the quiet bit.
     const auto payload = static_cast<std::uint32_t>((bits >> (52 - f.mantissa_bits)) & f.mantissa_mask());
     return detail::nan_bits(f, negative) | payload;
+  }
+  if (negative && !f.is_signed && x != 0) {  // -0 goes on to round_pack and becomes +0
+    flags.raise(Flags::invalid);
+    return f.default_nan_bits();
   }
   if (std::isinf(x)) {
     if (f.has_infinity()) return (negative ? f.sign_mask() : 0) | f.positive_infinity_bits();

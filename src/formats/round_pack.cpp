@@ -77,14 +77,29 @@ std::uint32_t zero_bits(const Format& f, bool negative) {
   return negative && f.has_negative_zero() ? f.sign_mask() : 0;
 }
 
+std::uint32_t zero_result(const Format& f, bool negative, Flags& flags) {
+  if (f.has_zero) return zero_bits(f, negative);
+  flags.raise(Flags::underflow | Flags::inexact);
+  return 0;  // exponent field 0: 2^-bias
+}
+
 std::uint32_t round_pack(const Format& f, bool negative, double magnitude, int residual, const RoundingContext& rc,
                          Flags& flags) {
-  if (magnitude == 0 && residual == 0) return zero_bits(f, negative);
+  if (magnitude == 0 && residual == 0) return zero_result(f, negative, flags);
+  if (negative && !f.is_signed) {  // no encoding for it: invalid, like sqrt(-1)
+    flags.raise(Flags::invalid);
+    return f.default_nan_bits();
+  }
   if (magnitude < 0x1p-300) {
     // Far below every format's smallest subnormal: all that matters is that
     // it is positive and below every rounding boundary.
     magnitude = 0x1p-300;
     residual = -1;
+  } else if (magnitude > 0x1p300) {
+    // Far above every format's largest value (and clear of pow2's range when
+    // a format has no fraction bits): it overflows in every mode.
+    magnitude = 0x1p300;
+    residual = 1;
   }
   const int m = f.mantissa_bits;
   const std::uint64_t magnitude_bits = std::bit_cast<std::uint64_t>(magnitude);
@@ -114,7 +129,7 @@ std::uint32_t round_pack(const Format& f, bool negative, double magnitude, int r
   if (tiny && inexact) flags.raise(Flags::underflow);
 
   const std::uint32_t sign = negative ? f.sign_mask() : 0;
-  if (rounded == 0) return zero_bits(f, negative);
+  if (rounded == 0) return f.has_zero ? zero_bits(f, negative) : 0;  // no zero: 2^emin (flags raised above)
   const std::uint64_t hidden = std::uint64_t{1} << m;
   if (rounded < hidden) {  // subnormal
     if (!f.subnormals) {

@@ -10,13 +10,16 @@
 
 namespace mpverify::formats::detail {
 
-// The NaN of format f with the given sign (quiet, empty payload; fnuz has one NaN).
+// The NaN of format f with the given sign (quiet, empty payload; fnuz has one
+// NaN, an unsigned format's has no sign, and a `finite` format has none: its
+// default_nan_bits() stands in, and whoever produced the NaN raises invalid).
 inline std::uint32_t nan_bits(const Format& f, bool negative) {
   switch (f.encoding) {
     case Encoding::ieee:
       return (negative ? f.sign_mask() : 0) | f.positive_infinity_bits() | (1u << (f.mantissa_bits - 1));
     case Encoding::fn: return (negative ? f.sign_mask() : 0) | (f.all_bits_mask() & ~f.sign_mask());
     case Encoding::fnuz: return f.sign_mask();
+    case Encoding::finite: return f.default_nan_bits();
   }
   return 0;
 }
@@ -33,12 +36,6 @@ inline std::uint32_t infinity_or_substitute(const Format& f, bool negative) {
   const std::uint32_t sign = negative ? f.sign_mask() : 0;
   if (f.has_infinity()) return sign | f.positive_infinity_bits();
   return f.overflow == Overflow::saturate ? sign | f.max_finite_bits() : f.default_nan_bits();
-}
-
-// Flip the sign of a value (no negative zero in fnuz: there 0 stays 0).
-inline std::uint32_t negate(const Format& f, std::uint32_t bits) {
-  if (f.encoding == Encoding::fnuz && (bits == 0 || is_nan(f, bits))) return bits;
-  return bits ^ f.sign_mask();
 }
 
 // +1 if the exact value (approx + error) has a larger magnitude than approx,

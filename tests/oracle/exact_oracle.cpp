@@ -66,9 +66,11 @@ int quotient_residual(long double a, long double b, long double q) {
 }  // namespace
 
 Oracle::Oracle(const Format& f) : f_(f) {
-  if (f.exponent_bits < 2 || f.exponent_bits > 8 || f.mantissa_bits < 1 || f.width() > 19)
+  if (f.exponent_bits < 2 || f.exponent_bits > 8 || f.mantissa_bits < 1 || f.width() > 19 || !f.is_signed ||
+      !f.has_zero || f.encoding == Encoding::finite)
     throw std::invalid_argument("oracle: unsupported format " + f.name +
-                                " (need 2..8 exponent bits, >= 1 fraction bit, width <= 19)");
+                                " (need 2..8 exponent bits, >= 1 fraction bit, width <= 19, a sign bit, a zero "
+                                "and a NaN; the OCP MX formats have their own test)");
   m_ = f.mantissa_bits;
   sign_ = 1u << (f.width() - 1);
   exp_ones_ = (1u << f.exponent_bits) - 1;
@@ -87,6 +89,7 @@ Oracle::Oracle(const Format& f) : f_(f) {
       max_index_ = sign_ - 1;  // every positive encoding is finite
       default_nan_ = sign_;    // 1000...0 is the only NaN
       break;
+    case Encoding::finite: break;  // refused above
   }
   table_.resize(static_cast<std::size_t>(max_index_) + 2);
   for (std::uint32_t i = 0; i <= max_index_; ++i) table_[i] = magnitude_of_index(i);
@@ -153,6 +156,7 @@ std::uint32_t Oracle::nan_bits(bool negative) const {
     case Encoding::ieee: return (negative ? sign_ : 0) | (exp_ones_ << m_) | (1u << (m_ - 1));
     case Encoding::fn: return (negative ? sign_ : 0) | (exp_ones_ << m_) | frac_mask_;
     case Encoding::fnuz: return sign_;
+    case Encoding::finite: break;  // refused by the constructor
   }
   return default_nan_;
 }
@@ -171,6 +175,7 @@ std::uint32_t Oracle::quiet(std::uint32_t bits) const {
     case Encoding::ieee: return bits | (1u << (m_ - 1));
     case Encoding::fn: return bits;  // one NaN per sign
     case Encoding::fnuz: return sign_;
+    case Encoding::finite: break;  // refused by the constructor
   }
   return bits;
 }
@@ -205,6 +210,7 @@ Oracle::Operand Oracle::decode(std::uint32_t bits) const {
         return o;
       }
       break;
+    case Encoding::finite: break;  // refused by the constructor
   }
   if (e == 0 && (frac == 0 || !f_.subnormals)) {
     o.kind = Kind::zero;
