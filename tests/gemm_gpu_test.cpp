@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "compare/compare.h"
@@ -13,6 +14,8 @@
 #include "gpu/device.h"
 #include "gpu/gemm_fp8_gpu.h"
 #include "gpu/gemm_gpu.h"
+#include "gpu/gemm_mma_chain.h"
+#include "emu/mma_presets.h"
 #include "refs/gemm_ref.h"
 
 namespace {
@@ -140,6 +143,50 @@ TEST(GemmGpu, EmulatorAgainstCublasFp16) {
   RecordProperty("bit_identical_tensor_core_model", std::to_string(tc_vs_hw.bit_identical_fraction));
   std::printf("bit-identical vs cuBLAS fp16/fp32acc: plain %.4f, tensor-core model %.4f\n",
               plain_vs_hw.bit_identical_fraction, tc_vs_hw.bit_identical_fraction);
+}
+
+}  // namespace
+
+namespace {
+
+// The presets of the device's own architecture that the chained GEMM is held to bit for bit (with the
+// promotion interval each is used with), or none.
+std::vector<std::pair<const char*, int>> presets_of_this_device() {
+  switch (gpu::describe_device().compute_capability) {
+    case 80: return {{"sm80.mma.m16n8k16.f32.f16", 0}, {"sm80.mma.m16n8k16.f32.bf16", 0}};
+    case 89: return {{"sm89.mma.m16n8k16.f32.f16", 0}, {"sm89.mma.m16n8k32.f32.e4m3", 128}};
+    case 90: return {{"sm90.wgmma.k16.f32.f16", 0}, {"sm90.wgmma.k16.f32.bf16", 0}, {"sm90.wgmma.k32.f32.e4m3", 128}};
+    default: return {};
+  }
+}
+
+TEST(GemmGpu, ChainedInstructionEqualsTheEmulatorOnItsArchitecture) {
+  SKIP_WITHOUT_GPU();
+  const auto presets = presets_of_this_device();
+  if (presets.empty()) GTEST_SKIP() << "no preset of this device's architecture is held to the hardware here";
+  const GemmShape s{32, 24, 256, false, true};
+  for (const auto& [name, promotion] : presets) {
+    const emu::MmaModel& m = emu::mma_preset(name);
+    emu::GemmPolicy policy;
+    policy.input = m.a;
+    policy.input_b = m.b;
+    policy.accumulation = emu::Accumulation::mma;
+    policy.mma = m;
+    policy.promotion_interval = promotion;
+    policy.output = formats::parse_format("fp32");
+    std::mt19937_64 rng(11);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> a(s.a_size()), b(s.b_size()), emulated(s.c_size()), chained(s.c_size());
+    for (auto& x : a) x = dist(rng);
+    for (auto& x : b) x = dist(rng);
+    a = emu::quantized_copy(a, m.a);
+    b = emu::quantized_copy(b, m.b);
+    emu::gemm_emu(s, a, b, emulated, policy);
+    gpu::gemm_mma_chain(s, a, b, chained, m, m.a, m.b, promotion);
+    const auto cmp = compare::compare(emulated, chained, policy.output,
+                                      compare::Tolerance::bit_exact("the model of this architecture's instruction"));
+    EXPECT_TRUE(cmp.passed) << name << ": " << cmp.failure;
+  }
 }
 
 }  // namespace

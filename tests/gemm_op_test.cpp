@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "cli/ops/gemm_op.h"
+#include "cli/commands.h"
 #include "compare/compare.h"
+#include "gpu/device.h"
 
 namespace {
 
@@ -55,6 +57,56 @@ TEST(OpsGemm, FailsWhenTheEmulatorSplitsWhereTheArchitectureDoesNot) {
   const compare::Comparison c =
       ref_against_emu("input=fp16,accumulate=hopper", [](emu::GemmPolicy& p) { p.mma->split_halves = true; });
   EXPECT_FALSE(c.passed);
+}
+
+}  // namespace
+
+namespace {
+
+cli::ops::OpResult ref_and_emu(const std::string& policy, const std::function<void(emu::GemmPolicy&)>& alter) {
+  OpArgs args;
+  args.op = "gemm";
+  args.shape = {{"m", "24"}, {"n", "20"}, {"k", "256"}};
+  args.policy = cli::ops::parse_key_values(policy, "--policy");
+  std::vector<Side> sides{{"ref", false, {}, {}}, {"emu", false, {}, {}}};
+  return cli::ops::run_gemm_altering_emulator(args, sides, alter);
+}
+
+compare::Comparison compare_pair(const cli::ops::OpResult& r, const std::string& x, const std::string& y) {
+  return compare::compare(r.sides[0].out[0], r.sides[1].out[0], r.tensors[0].format, r.tolerance(0, x, y));
+}
+
+TEST(OpsGemm, OtherPairsAreHeldComponentwiseInUlpsOfTheAbsoluteProduct) {
+  const cli::ops::OpResult r = ref_and_emu("input=fp16,accumulate=fp32", [](emu::GemmPolicy&) {});
+  const compare::Tolerance t = r.tolerance(0, "ref", "emu");
+  ASSERT_EQ(t.tier, compare::Tier::ulp_bound);
+  ASSERT_TRUE(t.ulp_scale);
+  // beta_ref + beta_emu = 2^-24 + gamma_256(2^-24) + 2^-24 (1 + gamma): about 258 u_out, in ulps of fp32.
+  EXPECT_NEAR(t.bound, 2 + 256 * (1 + 256 * 0x1p-24), 0.01);
+  const compare::Comparison c = compare_pair(r, "ref", "emu");
+  EXPECT_TRUE(c.passed) << c.failure;
+}
+
+TEST(OpsGemm, TheComponentwiseBoundFailsAnEmulatorThatAccumulatesInFp16) {
+  // The reference keeps fp32 accumulation's bound; fp16 accumulation over 256 terms loses about 2^-11 per step.
+  const cli::ops::OpResult r =
+      ref_and_emu("input=fp16,accumulate=fp32", [](emu::GemmPolicy& p) { p.accumulation = emu::Accumulation::fp16; });
+  EXPECT_FALSE(compare_pair(r, "ref", "emu").passed);
+}
+
+TEST(OpsGemm, WithoutADeviceOfItsArchitectureTheChainedGpuSideIsHeldByUlps) {
+  // Bit for bit only on the architecture the preset describes, and only with a device to ask; here neither.
+  if (gpu::gpu_unavailable_reason().empty()) GTEST_SKIP() << "a GPU is present: gemm_gpu_test checks the bit-exact tier";
+  const cli::ops::OpResult r = ref_and_emu("input=fp16,accumulate=sm90.wgmma.k16.f32.f16", [](emu::GemmPolicy&) {});
+  EXPECT_EQ(r.tolerance(0, "ref", "emu").tier, compare::Tier::bit_exact);
+  const compare::Tolerance t = r.tolerance(0, "emu", "gpu");
+  EXPECT_EQ(t.tier, compare::Tier::ulp_bound);
+  EXPECT_TRUE(t.ulp_scale);
+}
+
+TEST(OpsGemm, GpuChainNeedsAnInstruction) {
+  EXPECT_THROW(ref_and_emu("input=fp16,accumulate=fp32,gpu=chain", [](emu::GemmPolicy&) {}), cli::UsageError);
+  EXPECT_THROW(ref_and_emu("input=fp16,accumulate=hopper,gpu=tensor", [](emu::GemmPolicy&) {}), cli::UsageError);
 }
 
 }  // namespace

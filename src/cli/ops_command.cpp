@@ -84,6 +84,7 @@ int report(const std::string& op, const OpResult& r, std::uint64_t seed, bool js
                {"derivation", tol.derivation},
                {"used", bounded ? json_number(cmp.tolerance_used) : nlohmann::json(nullptr)}}},
              {"passed", cmp.passed}});
+        if (tol.ulp_scale) json_pairs.back()["tolerance"]["max_ulp_at_scale"] = json_number(cmp.max_scaled_ulp);
         if (!cmp.failure.empty()) json_pairs.back()["failure"] = cmp.failure;
         char bound[32] = "";
         if (tol.tier != compare::Tier::bit_exact) std::snprintf(bound, sizeof bound, " %.4g", tol.bound);

@@ -16,9 +16,12 @@ std::string_view to_string(Tier t) {
   return "?";
 }
 
-Tolerance Tolerance::bit_exact(std::string why) { return {Tier::bit_exact, 0, std::move(why)}; }
-Tolerance Tolerance::ulps(double n, std::string why) { return {Tier::ulp_bound, n, std::move(why)}; }
-Tolerance Tolerance::normwise(double relative, std::string why) { return {Tier::normwise, relative, std::move(why)}; }
+Tolerance Tolerance::bit_exact(std::string why) { return {Tier::bit_exact, 0, std::move(why), nullptr}; }
+Tolerance Tolerance::ulps(double n, std::string why) { return {Tier::ulp_bound, n, std::move(why), nullptr}; }
+Tolerance Tolerance::ulps_at_scale(double n, std::shared_ptr<const std::vector<double>> scale, std::string why) {
+  return {Tier::ulp_bound, n, std::move(why), std::move(scale)};
+}
+Tolerance Tolerance::normwise(double relative, std::string why) { return {Tier::normwise, relative, std::move(why), nullptr}; }
 
 double gamma(std::int64_t k, double unit_roundoff) {
   const double ku = static_cast<double>(k) * unit_roundoff;
@@ -54,6 +57,12 @@ Comparison compare_impl(std::span<const Ref> reference, std::span<const float> s
     return c;
   }
   c.elements = reference.size();
+  const std::vector<double>* scale = tolerance.ulp_scale.get();
+  if (scale && scale->size() != c.elements) {
+    c.failure = "the tolerance's ulp scale has " + std::to_string(scale->size()) + " elements, not " +
+                std::to_string(c.elements);
+    return c;
+  }
   if (c.elements == 0) {
     c.failure = "no element was compared";
     return c;
@@ -73,6 +82,7 @@ Comparison compare_impl(std::span<const Ref> reference, std::span<const float> s
     c.max_abs_error = std::max(c.max_abs_error, d);
     const double ulps = d / ulp_at(output, r);
     c.max_ulp = std::max(c.max_ulp, ulps);
+    c.max_scaled_ulp = std::max(c.max_scaled_ulp, scale ? d / ulp_at(output, std::max(std::fabs(r), (*scale)[i])) : ulps);
     c.ulp_histogram[bucket(ulps)] += 1;
     diff_norm2 += d * d;
     ref_norm2 += r * r;
@@ -97,9 +107,11 @@ Comparison compare_impl(std::span<const Ref> reference, std::span<const float> s
                     " elements differ (bit-exact tier)";
       break;
     case Tier::ulp_bound:
-      c.tolerance_used = c.max_ulp / tolerance.bound;
-      c.passed = c.max_ulp <= tolerance.bound;
-      if (!c.passed) c.failure = "max ulp distance " + std::to_string(c.max_ulp) + " > bound " + std::to_string(tolerance.bound);
+      c.tolerance_used = c.max_scaled_ulp / tolerance.bound;
+      c.passed = c.max_scaled_ulp <= tolerance.bound;
+      if (!c.passed)
+        c.failure = std::string(scale ? "max ulp distance at the tolerance's scale " : "max ulp distance ") +
+                    std::to_string(c.max_scaled_ulp) + " > bound " + std::to_string(tolerance.bound);
       break;
     case Tier::normwise:
       c.tolerance_used = c.relative_error / tolerance.bound;

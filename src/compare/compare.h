@@ -5,7 +5,8 @@
 //  - bit_exact: inputs chosen so that every product and sum is exact
 //    (small integers), or conversions compared against hardware;
 //  - ulp_bound: element-wise ops, |subject - reference| <= N ulps of the
-//    output format at |reference|;
+//    output format at |reference| (or at a per-element scale such as
+//    (|A||B|)_ij, for a componentwise bound);
 //  - normwise: reductions, ||subject - reference||_2 <= bound * ||reference||_2,
 //    with bounds like gamma_k = k u / (1 - k u) from the accumulation length.
 // A comparison with no elements, or whose tensors are all zero, fails: it
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,9 +30,14 @@ struct Tolerance {
   Tier tier = Tier::bit_exact;
   double bound = 0;        // ulps for ulp_bound; relative norm for normwise; unused for bit_exact
   std::string derivation;  // where the bound comes from, in one sentence
+  // ulp_bound only: when set, element i's ulps are those at max(|reference[i]|, (*ulp_scale)[i]) rather than
+  // at |reference[i]|: a componentwise bound such as a dot product's, |error| <= c (|a| . |b|), which
+  // cancellation would make unbounded in ulps of the result itself.
+  std::shared_ptr<const std::vector<double>> ulp_scale;
 
   static Tolerance bit_exact(std::string why);
   static Tolerance ulps(double n, std::string why);
+  static Tolerance ulps_at_scale(double n, std::shared_ptr<const std::vector<double>> scale, std::string why);
   static Tolerance normwise(double relative, std::string why);
 };
 
@@ -45,6 +52,7 @@ struct Comparison {
   double relative_error = 0;          // ||subject - reference||_2 / ||reference||_2
   double bit_identical_fraction = 0;  // float bit patterns equal
   double max_ulp = 0;                 // in the output format, at |reference|
+  double max_scaled_ulp = 0;          // at the tolerance's ulp_scale (ulp_bound with a scale), else max_ulp
   // ULP distances in buckets: [0], (0,1], (1,2], (2,4], (4,8], ..., (2^30, inf)
   std::vector<std::uint64_t> ulp_histogram;
   Tolerance tolerance;

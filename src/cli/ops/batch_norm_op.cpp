@@ -36,7 +36,6 @@ std::vector<float> activations(const mpverify::ops::ChannelShape& s, std::mt1993
 double via_emulator(double b_ref, double b_gpu) { return b_ref + b_gpu * (1 + b_ref); }
 
 // The tolerance of one output tensor between two sides (OpResult::tolerance).
-using ToleranceFn = std::function<compare::Tolerance(std::size_t t, const std::string& a, const std::string& b)>;
 
 // The op, shape, formats and parameters from --op, --shape and --policy.
 struct BatchNormSetup {

@@ -41,6 +41,9 @@ struct OutputTensor {
   formats::Format format;  // ULP distances are measured in it
 };
 
+// The tolerance for tensor `t` (index into OpResult::tensors) between sides a and b.
+using ToleranceFn = std::function<compare::Tolerance(std::size_t t, const std::string& a, const std::string& b)>;
+
 struct OpResult {
   std::string title;
   nlohmann::json shape, policy;
@@ -48,7 +51,7 @@ struct OpResult {
   std::vector<Side> sides;
   emu::CounterSet counters;  // the emulator's
   // The tolerance for tensor `t` (index into tensors) between sides a and b.
-  std::function<compare::Tolerance(std::size_t t, const std::string& a, const std::string& b)> tolerance;
+  ToleranceFn tolerance;
 };
 
 // An op family: the op names it answers to, how to run one, and a line of help.
