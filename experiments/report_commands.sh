@@ -33,6 +33,8 @@ write_report() {
       "$build/experiments/gate_calibration" --out "$outdir/gate-calibration.md" ;;
     gpu_bench)
       "$build/experiments/bench_gpu" --markdown "$outdir/gpu_bench.md" ;;
+    block_quantize_speed)
+      "$build/experiments/bench_block_quantize" --markdown "$outdir/block_quantize_speed.md" ;;
     accumulation_parity)  # the CNN trained in fp8 under the Hopper model, with and without promotion, against fp32
       "$build/experiments/parity_table" --recipes "fp8,fp8:accumulation=hopper,fp8:accumulation=hopper,promotion=128" \
         --report "$outdir/accumulation_parity.md" --runs "$runs" --jobs "$jobs" --progress ;;

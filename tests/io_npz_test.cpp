@@ -14,6 +14,7 @@
 #include "io/file_error.h"
 #include "io/npy.h"
 #include "io/npz.h"
+#include "io/npz_write.h"
 #include "io/tensor_directory.h"
 #include "io/tensor_file.h"
 #include "io/zip_archive.h"
@@ -180,6 +181,35 @@ TEST(Npz, RandomMutationsNeverReadOutOfBounds) {
   }
   EXPECT_EQ(parsed + rejected, 2000);
   EXPECT_GT(rejected, 100);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Npz, IntegerAndBooleanMembersAreSkippedNotRefused) {
+  // `mpverify quantize` writes float32 values beside uint8 codes: the float member must still be readable.
+  const fs::path file = temp_dir() / "mixed.npz";
+  const std::vector<float> values{1.5f, -2.0f, 0.25f};
+  const std::vector<std::uint8_t> codes{0x3C, 0xC0, 0x28};
+  io::write_npz_members(file, {{"values", io::npy_image(std::span<const float>(values), {3})},
+                               {"codes", io::npy_image(std::span<const std::uint8_t>(codes), {3})}});
+  const io::TensorFile f = io::read_npz(file);
+  ASSERT_EQ(f.tensors.size(), 1u);
+  EXPECT_EQ(f.tensors[0].name, "values");
+  ASSERT_EQ(f.skipped.size(), 1u);
+  EXPECT_EQ(f.skipped[0], "codes (|u1)");
+  // A lone .npy of integers is still refused, with the dtype named.
+  const fs::path npy = temp_dir() / "codes.npy";
+  const std::vector<std::byte> image = io::npy_image(std::span<const std::uint8_t>(codes), {3});
+  std::ofstream(npy, std::ios::binary).write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
+  try {
+    (void)io::open_tensor_file(npy);
+    ADD_FAILURE() << "an integer .npy was read";
+  } catch (const io::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported dtype '|u1'"), std::string::npos) << e.what();
+  }
+  fs::remove_all(temp_dir());
 }
 
 }  // namespace

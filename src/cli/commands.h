@@ -39,6 +39,7 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands);
 void add_fid_command(CLI::App& root, std::vector<Command>& commands);
 void add_analyze_command(CLI::App& root, std::vector<Command>& commands);
 void add_swamp_command(CLI::App& root, std::vector<Command>& commands);
+void add_quantize_command(CLI::App& root, std::vector<Command>& commands);
 void add_feature_extractor_command(CLI::App& root, std::vector<Command>& commands);
 void add_study_command(CLI::App& root, std::vector<Command>& commands);
 void add_report_page_command(CLI::App& root, std::vector<Command>& commands);

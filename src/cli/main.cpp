@@ -32,6 +32,7 @@ std::vector<Command> add_commands(CLI::App& root) {
   add_fid_command(root, commands);
   add_analyze_command(root, commands);
   add_swamp_command(root, commands);
+  add_quantize_command(root, commands);
   add_feature_extractor_command(root, commands);
   add_study_command(root, commands);
   add_report_page_command(root, commands);

@@ -136,6 +136,13 @@ std::optional<DescrType> parse_descr(const std::string& d) {
   return std::nullopt;
 }
 
+// numpy's integer and boolean type strings: byte order, kind (i, u or b), item size.
+bool is_integer_or_bool(const std::string& d) {
+  return d.size() >= 3 && std::string_view("<>=|").find(d[0]) != std::string_view::npos &&
+         (d[1] == 'i' || d[1] == 'u' || d[1] == 'b') &&
+         d.find_first_not_of("0123456789", 2) == std::string::npos;
+}
+
 std::uint32_t read_le(const std::byte* p, int n) {
   std::uint32_t v = 0;
   for (int k = n - 1; k >= 0; --k) v = (v << 8) | static_cast<std::uint8_t>(p[k]);
@@ -214,9 +221,12 @@ TensorEntry parse_npy(std::span<const std::byte> bytes, const std::filesystem::p
   TensorEntry e;
   e.name = tensor;
   const auto dt = parse_descr(*f.descr);
-  if (!dt)
-    throw fail(header_start, "unsupported dtype '" + *f.descr +
-                                 "' (accepted: <f2 <f4 <f8, big-endian >f2 >f4 >f8, bfloat16 as <V2)");
+  if (!dt) {
+    FileError error = fail(header_start, "unsupported dtype '" + *f.descr +
+                                             "' (accepted: <f2 <f4 <f8, big-endian >f2 >f4 >f8, bfloat16 as <V2)");
+    if (is_integer_or_bool(*f.descr)) throw NonFloatArray(std::move(error), *f.descr);
+    throw error;
+  }
   e.dtype = dt->dtype;
   e.big_endian = dt->big_endian;
   e.fortran_order = *f.fortran_order;
@@ -258,6 +268,10 @@ std::vector<std::byte> npy_image(std::span<const float> values, const std::vecto
 }
 std::vector<std::byte> npy_image(std::span<const double> values, const std::vector<std::size_t>& shape) {
   return image(values, shape, "<f8");
+}
+
+std::vector<std::byte> npy_image(std::span<const std::uint8_t> values, const std::vector<std::size_t>& shape) {
+  return image(values, shape, "|u1");
 }
 
 std::vector<std::byte> npy_header_f32(const std::vector<std::size_t>& shape) { return header_bytes(shape, "<f4"); }

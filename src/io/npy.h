@@ -46,10 +46,25 @@ void write_npy(const std::filesystem::path& file, std::span<const double> values
 // The .npy image (header and data) of a float/double array, as write_npy writes it.
 std::vector<std::byte> npy_image(std::span<const float> values, const std::vector<std::size_t>& shape);
 std::vector<std::byte> npy_image(std::span<const double> values, const std::vector<std::size_t>& shape);
+// A '|u1' (uint8) array, e.g. the bit patterns of a format of at most 8 bits. parse_npy does not read
+// it back (it throws NonFloatArray): the readers take floating-point types only.
+std::vector<std::byte> npy_image(std::span<const std::uint8_t> values, const std::vector<std::size_t>& shape);
 
 // Only the header of a '<f4' C-order .npy of `shape`: for writers that stream
 // the data after it (a file larger than memory).
 std::vector<std::byte> npy_header_f32(const std::vector<std::size_t>& shape);
+
+// What parse_npy throws for a well-formed array of integers or booleans ('|u1', '<i8', '|b1', ...): valid,
+// but nothing to read as floating point. An archive reader skips such a member (as the safetensors reader
+// skips its integer tensors) instead of refusing the whole file.
+class NonFloatArray : public FileError {
+ public:
+  NonFloatArray(FileError error, std::string descr) : FileError(std::move(error)), descr_(std::move(descr)) {}
+  const std::string& descr() const { return descr_; }
+
+ private:
+  std::string descr_;
+};
 
 // Parses and checks an .npy image held in `bytes` (a whole .npy file, or one
 // member of an .npz archive): the returned entry's data is a sub-span of

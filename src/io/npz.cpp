@@ -23,15 +23,15 @@ TensorFile read_npz(const std::filesystem::path& file) {
     // A problem inside a deflated member is reported at the member's start in
     // the archive, with the offset inside the inflated bytes in the reason.
     TensorEntry e;
-    if (m.method == 0) {
-      e = parse_npy(data, file, name, m.data_offset);
-    } else {
-      try {
-        e = parse_npy(data, file, name, 0);
-      } catch (const FileError& err) {
-        throw FileError(file, name, m.data_offset,
-                        "at byte " + std::to_string(err.offset()) + " of the inflated member: " + err.reason());
-      }
+    try {
+      e = parse_npy(data, file, name, m.method == 0 ? m.data_offset : 0);
+    } catch (const NonFloatArray& err) {  // integers or booleans: well-formed, nothing to analyse
+      f.skipped.push_back(name + " (" + err.descr() + ")");
+      continue;
+    } catch (const FileError& err) {
+      if (m.method == 0) throw;
+      throw FileError(file, name, m.data_offset,
+                      "at byte " + std::to_string(err.offset()) + " of the inflated member: " + err.reason());
     }
     if (m.method != 0) {
       e.data_offset = m.data_offset;
