@@ -158,6 +158,38 @@ TEST(Recipe, BadTextIsRefusedWithTheReason) {
   expect_error("fp8:accumulation=ampere", "ampere has no mma instruction");
 }
 
+// Stochastic rounding of gradients and of the weight update: rne unless asked, in any key order, and refused
+// with the reason for a bad value or where there is no low format to round into.
+TEST(Recipe, RoundingKeysDefaultToRneAndTakeStochastic) {
+  using mpverify::formats::Rounding;
+  for (const std::string& name : mpverify::training::recipe_names()) {
+    EXPECT_EQ(parse_recipe(name).precision.grad_rounding, Rounding::nearest_even) << name;
+    EXPECT_EQ(parse_recipe(name).precision.update_rounding, Rounding::nearest_even) << name;
+  }
+  const auto pure = parse_recipe("bf16-pure:grad_rounding=stochastic,update_rounding=stochastic").precision;
+  EXPECT_EQ(pure.grad_rounding, Rounding::stochastic);
+  EXPECT_EQ(pure.update_rounding, Rounding::stochastic);
+  EXPECT_FALSE(pure.is_fp32());
+  EXPECT_EQ(parse_recipe("o2:grad_rounding=stochastic").precision.grad_rounding, Rounding::stochastic);
+  EXPECT_EQ(parse_recipe("fp8:grad_rounding=stochastic").precision.grad_rounding, Rounding::stochastic);
+  EXPECT_EQ(parse_recipe("o2:master=bf16,update_rounding=stochastic").precision.update_rounding, Rounding::stochastic);
+  // Checked after every key: a later key may give the rounding its low format.
+  EXPECT_EQ(parse_recipe("fp32:grad_rounding=stochastic,weight_grads=fp16").precision.grad_rounding,
+            Rounding::stochastic);
+  EXPECT_EQ(parse_recipe("fp16-pure:update_rounding=stochastic,update_rounding=rne").precision.update_rounding,
+            Rounding::nearest_even);
+  EXPECT_EQ(parse_recipe("o2:grad_rounding=rne").precision.grad_rounding, Rounding::nearest_even);
+}
+
+TEST(Recipe, RoundingKeysRefuseBadValuesAndNothingToRound) {
+  expect_error("o2:grad_rounding=up", "grad_rounding must be rne or stochastic");
+  expect_error("fp16-pure:update_rounding=Stochastic", "update_rounding must be rne or stochastic");
+  expect_error("o2:grad_rnd=stochastic", "grad_rounding, update_rounding");
+  expect_error("fp32:grad_rounding=stochastic", "nothing to round");
+  expect_error("o2:update_rounding=stochastic", "master and norm_parameters are fp32");
+  expect_error("fp16-pure:master=fp32,norm_parameters=fp32,update_rounding=stochastic", "master and norm_parameters");
+}
+
 // Unscaling: a multiplication by the fp32 inverse, a division for keras;
 // equal for powers of two, and non-finite results are counted.
 TEST(Unscale, MultipliesByTheFp32InverseOrDividesForKeras) {

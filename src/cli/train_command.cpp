@@ -319,7 +319,9 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       "non-finite origins, into a run directory (steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json).\n"
       "Example: mpverify train --model mlp --recipe o2 --scaler torch --backend emu --steps 300 --out runs/o2\n"
       "Recipes: " + joined(training::recipe_names()) + " (NAME:KEY=VALUE,... sets formats, e.g. o2:low=e5m7;\n"
-      "see src/training/recipe.h). Scalers: " + joined(training::scaler_names()) + ".");
+      "grad_rounding=stochastic and update_rounding=stochastic round the gradients and a low-precision weight\n"
+      "update stochastically, --backend emu only, e.g. bf16-pure:update_rounding=stochastic;\n"
+      "see src/training/recipe.h and docs/training.md). Scalers: " + joined(training::scaler_names()) + ".");
   auto flags = std::make_shared<TrainFlags>();
   add_model_and_data_options(app, *o, *flags);
   add_training_options(app, *o, *flags);

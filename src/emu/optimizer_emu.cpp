@@ -9,6 +9,7 @@
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
+#include "formats/philox.h"
 #include "ops/lerp.h"
 
 // The fp32 arithmetic here is the reference's (refs/optimizer_ref.cpp):
@@ -21,12 +22,17 @@ namespace {
 
 // adamw's w * c, rounded once from the exact product (a float times a float is
 // exact in double) into the weight format.
-void decay_weights(std::span<float> w, float c, const formats::Format& f, Counters* counters) {
+void decay_weights(std::span<float> w, float c, const OptimizerPolicy& policy, Counters* counters) {
+  const formats::Format& f = policy.weights;
+  const bool stochastic = policy.update_rounding == formats::Rounding::stochastic;
+  formats::RoundingContext rc{policy.update_rounding};
   Counters local;
-  for (float& wi : w) {
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    float& wi = w[i];
     const double exact = static_cast<double>(wi) * static_cast<double>(c);
     formats::Flags flags;
-    const std::uint32_t bits = formats::from_double(f, exact, {}, flags);
+    if (stochastic) rc.random = formats::stochastic_draw(policy.decay_key.seed, policy.decay_key.stream, i);
+    const std::uint32_t bits = formats::from_double(f, exact, rc, flags);
     const float result = formats::to_float(f, bits, flags);
     if (counters) {
       count_rounding(local, f, exact, bits, flags);
@@ -37,6 +43,17 @@ void decay_weights(std::span<float> w, float c, const formats::Format& f, Counte
     wi = result;
   }
   if (counters) *counters += local;
+}
+
+// The rounding of the step's write into the weights (OptimizerPolicy::update_rounding).
+QuantizeSpec update_spec(const OptimizerPolicy& policy) {
+  if (policy.update_rounding == formats::Rounding::nearest_even) return QuantizeSpec{policy.weights};
+  if (policy.update_rounding == formats::Rounding::stochastic)
+    return stochastic_spec(policy.weights, policy.update_key);
+  std::string message = "optimizer step: update_rounding ";
+  message += formats::to_string(policy.update_rounding);
+  message += " is not offered (rne or stochastic)";
+  throw std::invalid_argument(message);
 }
 
 void check_update_size(std::span<float> update, std::size_t n) {
@@ -56,6 +73,7 @@ void sgd_step_emu(const ops::SgdParams& p, std::int64_t step, std::span<float> w
                   std::span<float> update) {
   ops::check_sgd_sizes(p, step, w.size(), v.size(), g.size());
   check_update_size(update, w.size());
+  const QuantizeSpec write = update_spec(policy);
   quantize(w, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.w"));
   const std::vector<float> gr = quantized_copy(g, policy.grad, site_counters(counters, "sgd.grad"));
   const float wd = static_cast<float>(p.weight_decay), mu = static_cast<float>(p.momentum),
@@ -73,7 +91,7 @@ void sgd_step_emu(const ops::SgdParams& p, std::int64_t step, std::span<float> w
   }
   for (std::size_t i = 0; i < n; ++i) u[i] = neg_lr * grad[i];
   if (!update.empty()) std::copy(u.begin(), u.end(), update.begin());
-  add_arrays(w, u, w, QuantizeSpec{policy.weights}, site_counters(counters, "sgd.update"));
+  add_arrays(w, u, w, write, site_counters(counters, "sgd.update"));
 }
 
 void adam_step_emu(const ops::AdamParams& p, std::int64_t step, std::span<float> w, std::span<float> m, std::span<float> v,
@@ -81,6 +99,7 @@ void adam_step_emu(const ops::AdamParams& p, std::int64_t step, std::span<float>
                    std::span<float> update) {
   ops::check_adam_sizes(p, step, w.size(), m.size(), v.size(), g.size());
   check_update_size(update, w.size());
+  const QuantizeSpec write = update_spec(policy);
   const ops::AdamScalars s = ops::adam_scalars(p, step);
   const float wd = static_cast<float>(p.weight_decay), a = static_cast<float>(s.lerp_weight),
               beta2 = static_cast<float>(p.beta2), c2 = static_cast<float>(s.one_minus_beta2),
@@ -88,7 +107,7 @@ void adam_step_emu(const ops::AdamParams& p, std::int64_t step, std::span<float>
               neg_step = static_cast<float>(s.neg_step_size);
   quantize(w, w, QuantizeSpec{policy.weights}, site_counters(counters, "adam.w"));
   if (p.adamw && p.weight_decay != 0)
-    decay_weights(w, static_cast<float>(s.decay_factor), policy.weights, site_counters(counters, "adam.decay"));
+    decay_weights(w, static_cast<float>(s.decay_factor), policy, site_counters(counters, "adam.decay"));
   const std::vector<float> gr = quantized_copy(g, policy.grad, site_counters(counters, "adam.grad"));
   const std::size_t n = w.size();
   std::vector<float> m_new(n), v_new(n), u(n);
@@ -104,7 +123,7 @@ void adam_step_emu(const ops::AdamParams& p, std::int64_t step, std::span<float>
     u[i] = (neg_step * m[i]) / denom;
   }
   if (!update.empty()) std::copy(u.begin(), u.end(), update.begin());
-  add_arrays(w, u, w, QuantizeSpec{policy.weights}, site_counters(counters, "adam.update"));
+  add_arrays(w, u, w, write, site_counters(counters, "adam.update"));
 }
 
 }  // namespace mpverify::emu

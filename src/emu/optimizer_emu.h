@@ -34,11 +34,20 @@
 // addends_nonzero and swamped), and "adam.decay" (adamw's w * (1 - lr wd),
 // rounded once into the weight format; a decay that leaves w unchanged is
 // counted as swamped).
+//
+// Stochastic rounding of the write (update_rounding below) rounds w + u up
+// with probability equal to its distance from the format's value below, so
+// an update too small to move w in nearest-even moves it with probability
+// |u| / spacing and the expected weight follows w + u: the weight update of
+// Gupta et al. (2015) and of bf16 training without master weights (Zamirai et
+// al., 2020). `swamped` then counts the updates that did not move w this
+// time, not ones that never can.
 #pragma once
 
 #include <span>
 
 #include "emu/counters.h"
+#include "emu/rounding_key.h"
 #include "formats/format.h"
 #include "ops/optimizer_params.h"
 
@@ -48,6 +57,13 @@ struct OptimizerPolicy {
   formats::Format weights = formats::parse_format("fp32");
   formats::Format state = formats::parse_format("fp32");
   formats::Format grad = formats::parse_format("fp32");
+  // How the step writes into `weights`: the update w + u and adamw's decay w * c, each rounded once,
+  // to nearest even or stochastically (nearest_even or stochastic; anything else is refused). Stochastic:
+  // element i of w draws stochastic_draw(key.seed, key.stream, i), update_key for the update and
+  // decay_key for the decay (two keys, so that the two roundings of one step never share a draw; the
+  // trainer takes both from emu::rounding_key). The gradient and state roundings stay nearest-even.
+  formats::Rounding update_rounding = formats::Rounding::nearest_even;
+  RoundingKey update_key{}, decay_key{};
 };
 
 // Same arguments as refs::sgd_step_ref / adam_step_ref, plus the policy.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "emu/quantize.h"
+#include "emu/rounding_key.h"
 
 namespace mpverify::nn {
 
@@ -32,7 +33,8 @@ bool Precision::is_fp32() const {
                                    &weight_grads, &master, &elementwise, &norm_statistics, &norm_parameters,
                                    &loss_input, &loss_accumulate})
     if (!(*g == f)) return false;
-  return accumulation == emu::Accumulation::fp32 && !operand_scale;
+  return accumulation == emu::Accumulation::fp32 && !operand_scale &&
+         grad_rounding == formats::Rounding::nearest_even && update_rounding == formats::Rounding::nearest_even;
 }
 
 const formats::Format& Context::format_of(Role role) const {
@@ -53,7 +55,13 @@ void Context::store(std::string_view layer, std::string_view tensor, Role role, 
 void Context::store(std::string_view layer, std::string_view tensor, Role role, const formats::Format& format,
                     std::span<float> values) {
   if (observer_) exact_.assign(values.begin(), values.end());
-  emu::quantize(values, values, emu::QuantizeSpec{format});
+  const bool gradient = role == Role::activation_grad || role == Role::weight_grad;
+  if (gradient && precision_->grad_rounding == formats::Rounding::stochastic) {
+    const emu::RoundingKey key = emu::rounding_key(seed_, rounding_name(layer, tensor), step_);
+    emu::quantize(values, values, emu::stochastic_spec(format, key));
+  } else {
+    emu::quantize(values, values, emu::QuantizeSpec{format});
+  }
   if (observer_) observer_->on_store(layer, tensor, role, pass_, exact_, values, format);
   if (!first_nonfinite_) {
     std::uint64_t nonfinite = 0;
@@ -66,6 +74,21 @@ void Context::note_nonfinite(std::string_view layer, std::string_view tensor, st
   if (!first_nonfinite_ && count) first_nonfinite_ = NonfiniteOrigin{std::string(layer), std::string(tensor), pass_, count};
 }
 
-void Context::reset_step() { first_nonfinite_.reset(); }
+std::string Context::rounding_name(std::string_view layer, std::string_view tensor) {
+  std::string name(layer);
+  name += '.';
+  name += tensor;
+  const std::uint64_t seen = stored_this_step_[name]++;
+  if (seen > 0) {
+    name += '#';
+    name += std::to_string(seen);
+  }
+  return name;
+}
+
+void Context::reset_step() {
+  first_nonfinite_.reset();
+  stored_this_step_.clear();
+}
 
 }  // namespace mpverify::nn

@@ -9,6 +9,12 @@
 // appeared. Rounding at the store is how an fp16 kernel that computes in fp32
 // writes its output; for the matrix ops it equals the op's own output
 // rounding (their fp32 result is the accumulator).
+//
+// Under grad_rounding=stochastic (Precision::grad_rounding) a gradient
+// (roles activation_grad and weight_grad) is rounded stochastically instead,
+// element i drawing from emu::rounding_key(seed, "LAYER.TENSOR", step) at
+// index i; the n-th store of the same name within a step (n >= 1, counted
+// from reset_step) is named "LAYER.TENSOR#n", so it draws afresh.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +72,10 @@ class Context {
   TensorCounterSets* tensor_counters() const { return tensor_counters_; }
   void set_tensor_counters(TensorCounterSets* c) { tensor_counters_ = c; }
 
+  // Stochastic rounding's run seed and step (emu/rounding_key.h); both 0 until set.
+  void set_rounding_seed(std::uint64_t seed) { seed_ = seed; }
+  void set_step(std::uint64_t step) { step_ = step; }
+
   void set_observer(StoreObserver* o) { observer_ = o; }
   StoreObserver* observer() const { return observer_; }
 
@@ -87,6 +97,9 @@ class Context {
   void reset_step();
 
  private:
+  // The name a stochastic rounding of this store is keyed by (see above).
+  std::string rounding_name(std::string_view layer, std::string_view tensor);
+
   Backend* backend_;
   const Precision* precision_;
   double loss_scale_ = 1.0;
@@ -96,6 +109,8 @@ class Context {
   StoreObserver* observer_ = nullptr;
   std::optional<NonfiniteOrigin> first_nonfinite_;
   std::vector<float> exact_;  // scratch: the fp32 values shown to the observer
+  std::uint64_t seed_ = 0, step_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> stored_this_step_;  // stochastic stores per name
 };
 
 }  // namespace mpverify::nn

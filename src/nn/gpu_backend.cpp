@@ -264,6 +264,12 @@ gpu::OptimizerStorage optimizer_storage(std::string_view op, const emu::Optimize
     what += asks_for("state", p.state);
     unsupported(op, what);
   }
+  if (p.update_rounding != formats::Rounding::nearest_even) {
+    std::string what = "the CUDA optimizers round the update to nearest even, and the policy asks for ";
+    what += formats::to_string(p.update_rounding);
+    what += " (update_rounding=stochastic is the emulator's)";
+    unsupported(op, what);
+  }
   gpu::OptimizerStorage storage;
   storage.weights = storage_format(op, "weights", p.weights);
   storage.grad = storage_format(op, "grad", p.grad);

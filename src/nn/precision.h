@@ -9,6 +9,7 @@
 
 #include "emu/gemm_emu.h"
 #include "formats/format.h"
+#include "formats/rounding.h"
 
 namespace mpverify::nn {
 
@@ -62,6 +63,14 @@ struct Precision {
   // the inverse scales. `site` names the operand ("fc1.x", "fc1.w", ...), so
   // that a delayed-scaling strategy can keep a history per tensor.
   std::function<float(std::string_view site, float amax)> operand_scale;
+
+  // How gradients are rounded into their formats when they are stored (activation_grads, weight_grads,
+  // and batch norm's parameter gradients in norm_parameters): nearest_even, or stochastic with the draws
+  // of emu::rounding_key (Context::store). And how the optimizer writes its update into the master
+  // weights (emu::OptimizerPolicy::update_rounding; the trainer applies stochastic only to a write into a
+  // format other than fp32). The matrix ops' operand casts stay nearest-even either way.
+  formats::Rounding grad_rounding = formats::Rounding::nearest_even;
+  formats::Rounding update_rounding = formats::Rounding::nearest_even;
 
   bool is_fp32() const;
 };

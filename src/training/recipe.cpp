@@ -124,6 +124,21 @@ void check_tensor_core_keys(const Recipe& r, std::string_view text) {
   }
 }
 
+// grad_rounding=stochastic and update_rounding=stochastic, checked once every key is applied: each needs a
+// low format to round into, or it would ask for randomness that changes nothing (fp32 gradients are stored
+// exactly) or that the recipe never uses (the trainer keeps an fp32 master write nearest-even).
+void check_rounding_keys(const Recipe& r, std::string_view text) {
+  const nn::Precision& p = r.precision;
+  const auto low = [](const Format& f) { return !formats::same_encoding(f, nn::Precision::fp32()); };
+  if (p.grad_rounding == formats::Rounding::stochastic && !low(p.activation_grads) && !low(p.weight_grads) &&
+      !low(p.norm_parameters))
+    fail(text, "grad_rounding=stochastic: this recipe stores its gradients in fp32, so there is nothing to round "
+               "(activation_grads, weight_grads and norm_parameters are fp32)");
+  if (p.update_rounding == formats::Rounding::stochastic && !low(p.master) && !low(p.norm_parameters))
+    fail(text, "update_rounding=stochastic rounds the optimizer's write into weights without an fp32 master copy; "
+               "this recipe's master and norm_parameters are fp32 (use fp16-pure, bf16-pure, or master=F)");
+}
+
 void apply_key(Recipe& r, std::string_view name, std::string_view key, std::string_view value, std::string_view text) {
   nn::Precision& p = r.precision;
   if (key == "accumulation") {
@@ -141,6 +156,13 @@ void apply_key(Recipe& r, std::string_view name, std::string_view key, std::stri
     if (ec != std::errc() || end != value.data() + value.size() || n < 0)
       fail(text, "promotion must be a number of elements (0: none)");
     p.promotion_interval = n;
+    return;
+  }
+  if (key == "grad_rounding" || key == "update_rounding") {
+    formats::Rounding& rounding = key == "grad_rounding" ? p.grad_rounding : p.update_rounding;
+    if (value == "rne") rounding = formats::Rounding::nearest_even;
+    else if (value == "stochastic") rounding = formats::Rounding::stochastic;
+    else fail(text, std::string(key) + " must be rne or stochastic");
     return;
   }
   if (key == "fp8_scaling") {
@@ -168,7 +190,7 @@ void apply_key(Recipe& r, std::string_view name, std::string_view key, std::stri
   if (!field) {
     std::string what = "unknown key '";
     what += key;
-    what += "'; the keys are accumulation, promotion, fp8_scaling";
+    what += "'; the keys are accumulation, promotion, fp8_scaling, grad_rounding, update_rounding";
     for (const Field& f : fields) {
       what += ", ";
       what += f.key;
@@ -219,6 +241,7 @@ Recipe parse_recipe(std::string_view text) {
     apply_key(r, name, pair.substr(0, eq), pair.substr(eq + 1), text);
   }
   check_tensor_core_keys(r, text);
+  check_rounding_keys(r, text);
   return r;
 }
 

@@ -41,6 +41,15 @@
 //   promotion=N (with an architecture: fp32 promotion every N elements of k, DeepSeek-V3's 128)
 //   fp8_scaling=current|delayed|none (fp8 recipe: how each operand's scale is
 //   chosen; delayed is TE's DelayedScaling with history=1024, algo max)
+//   grad_rounding=rne|stochastic (how every stored gradient is rounded into its
+//   format: activation gradients, weight gradients, batch-norm parameter
+//   gradients; the matrix ops' operand casts, fp8's E5M2 included, stay rne)
+//   update_rounding=rne|stochastic (how the optimizer writes the update, and
+//   adamw's decay, into master weights held in a low format: fp16-pure,
+//   bf16-pure, master=F; an fp32 master write stays rne)
+// Both default to rne, and stochastic is refused where there is no low format
+// to round into. The draws: emu/rounding_key.h (run seed, tensor name, step).
+// The emu backend only: the trainer refuses them on ref and gpu.
 #pragma once
 
 #include <string>

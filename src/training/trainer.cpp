@@ -13,6 +13,7 @@
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
 #include "emu/quantize.h"
+#include "emu/rounding_key.h"
 #include "io/npy.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
@@ -77,6 +78,24 @@ nlohmann::json precision_json(const nn::Precision& p) {
           {"matmul_backward", p.matmul_backward.name},
           {"accumulation", p.mma_architecture.empty() ? std::string(emu::to_string(p.accumulation)) : p.mma_architecture},
           {"promotion", p.promotion_interval}};
+}
+
+// Stochastic rounding is the emulator's: the ref backend is the FP32 reference (nothing is rounded into a
+// low format there), and the gpu backend's CUDA kernels (its optimizers included) round to nearest even, so
+// a gpu run would differ from its recipe silently.
+void check_stochastic_rounding(const Recipe& recipe, nn::BackendKind backend, const std::string& text) {
+  const nn::Precision& p = recipe.precision;
+  const bool stochastic =
+      p.grad_rounding == formats::Rounding::stochastic || p.update_rounding == formats::Rounding::stochastic;
+  if (!stochastic || backend == nn::BackendKind::emu) return;
+  std::string what = "--backend ";
+  what += nn::to_string(backend);
+  what += ": recipe " + text;
+  what += " rounds stochastically (grad_rounding/update_rounding=stochastic), which only the emulator does ";
+  what += backend == nn::BackendKind::gpu ? "(the CUDA kernels round to nearest even)"
+                                          : "(the ref backend is the FP32 reference)";
+  what += "; use --backend emu";
+  bad_config(std::move(what));
 }
 
 std::size_t argmax_row(std::span<const float> row) {
@@ -167,6 +186,7 @@ void Trainer::make_scaler_and_backend() {
     m.scaler.reset(static_cast<LossScaler*>(s.release()));
   }
   m.backend = config_.backend_factory ? config_.backend_factory() : nn::make_backend(config_.backend);
+  check_stochastic_rounding(recipe_, m.backend->kind(), config_.recipe);
   // (The fp8 operand scaling is installed below, so is_fp32() cannot see it yet.)
   if (config_.backend == nn::BackendKind::ref &&
       (!recipe_.precision.is_fp32() || recipe_.operand_scaling != OperandScaling::none))
@@ -203,6 +223,7 @@ void Trainer::install_operand_scaling() {
 void Trainer::make_context() {
   Impl& m = *impl_;
   m.ctx = std::make_unique<nn::Context>(*m.backend, recipe_.precision);
+  m.ctx->set_rounding_seed(config_.seed);
   m.tee = std::make_unique<TeeObserver>(config_.recorders ? &recorder_ : nullptr, config_.extra_observer);
   if (config_.recorders || config_.extra_observer) m.ctx->set_observer(m.tee.get());
   if (config_.recorders) m.ctx->set_counters(&m.counters);
@@ -403,6 +424,7 @@ nlohmann::json Trainer::step() {
   m.lost_master = {};
   m.lost_without_master = {};
   m.ctx->reset_step();
+  m.ctx->set_step(step);
   nlohmann::json log = {{"step", step}};
   if (!m.gan)
     classifier_step(log);
@@ -448,6 +470,14 @@ void Trainer::update_parameter(nn::Parameter& p) {
   policy.weights = norm ? recipe_.precision.norm_parameters : recipe_.precision.master;
   policy.state = recipe_.optimizer_state;
   policy.grad = nn::Precision::fp32();  // the unscaled fp32 gradient
+  // update_rounding=stochastic applies where the update is written into a low format (no master copy):
+  // an fp32 write is the master copy's, which exists so that updates need no such help.
+  if (recipe_.precision.update_rounding == formats::Rounding::stochastic &&
+      !formats::same_encoding(policy.weights, nn::Precision::fp32())) {
+    policy.update_rounding = formats::Rounding::stochastic;
+    policy.update_key = emu::rounding_key(config_.seed, p.name + ".update", step_);
+    policy.decay_key = emu::rounding_key(config_.seed, p.name + ".decay", step_);
+  }
   std::vector<float> before;  // the weights before the update, for the lost-update counts
   if (config_.recorders) before = p.master;
   std::vector<float> u(p.size());
