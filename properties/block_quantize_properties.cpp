@@ -189,11 +189,14 @@ RC_GTEST_PROP(BlockQuantizeProperties, CountersRecount, ()) {
     want.saturated += std::fabs(static_cast<double>(x)) > f.max_finite() * divisor_of(c, q, i);
     want.underflow_to_zero += x != 0 && fm::is_zero(f, q.codes[i]);
     want.subnormal += fm::is_subnormal(f, q.codes[i]);
+    // code * X in double is exact (a code has at most 4 significant bits, X at most 24).
+    want.inexact += fm::to_double(f, q.codes[i]) * divisor_of(c, q, i) != static_cast<double>(x);
   }
   PROP_ASSERT(q.counters == want, c.scheme.name, ": saturated ", q.counters.saturated, " want ", want.saturated,
               ", underflow_to_zero ", q.counters.underflow_to_zero, " want ", want.underflow_to_zero, ", subnormal ",
               q.counters.subnormal, " want ", want.subnormal, ", nonfinite_in ", q.counters.nonfinite_in, " want ",
-              want.nonfinite_in, ", blocks ", q.counters.blocks, " want ", want.blocks);
+              want.nonfinite_in, ", blocks ", q.counters.blocks, " want ", want.blocks, ", inexact ", q.counters.inexact,
+              " want ", want.inexact);
   RC_CLASSIFY(q.counters.saturated > 0, "some saturated");
   RC_CLASSIFY(q.counters.underflow_to_zero > 0, "some underflow");
   checks.count();

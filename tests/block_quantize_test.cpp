@@ -332,6 +332,8 @@ BlockQuantized reference_quantize(const std::vector<float>& x, const Layout& l, 
     r.counters.nonfinite_in += !std::isfinite(v);
     if (!std::isfinite(v)) continue;
     r.counters.saturated += std::fabs(static_cast<double>(v)) > t.max() * X;
+    // code * X is exact in double (at most 4 + 24 significant bits), so this asks whether x / X was a code.
+    r.counters.inexact += t.value(code) * X != static_cast<double>(v);
     r.counters.underflow_to_zero += v != 0 && magnitude == 0;
     r.counters.subnormal += magnitude != 0 && (magnitude >> t.spec.m) == 0;
   }

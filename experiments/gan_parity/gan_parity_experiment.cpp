@@ -380,9 +380,12 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
       out.summary = std::move(summary);
       out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const auto fid = number_at(out.summary["evaluation"], "fid");
-      say("[" + std::to_string(++finished) + "/" + std::to_string(order.size()) + "] " + r.side->name + " seed " +
-          std::to_string(r.seed) + ": FID " + (fid ? general(*fid) : std::string("diverged")) + ", " +
-          fixed(out.wall_seconds, 1) + " s");
+      // Appended piecewise: "[" + std::to_string(...) trips GCC 12's -Wrestrict (bug 105651).
+      std::string line = "[";
+      line += std::to_string(++finished) + "/" + std::to_string(order.size()) + "] " + r.side->name;
+      line += " seed " + std::to_string(r.seed) + ": FID " + (fid ? general(*fid) : std::string("diverged"));
+      line += ", " + fixed(out.wall_seconds, 1) + " s";
+      say(line);
     });
   say("training " + std::to_string(order.size()) + " DCGAN runs (" + std::to_string(sides.size()) + " sides x " +
       std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps)" +

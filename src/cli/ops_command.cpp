@@ -115,11 +115,12 @@ int report(const std::string& op, const OpResult& r, std::uint64_t seed, bool js
                   static_cast<unsigned long long>(c.overflow), static_cast<unsigned long long>(c.swamped));
     text += line;
   }
+  if (!r.info.is_null()) text += "\ninfo " + r.info.dump() + "\n";
   if (json) {
-    std::cout << nlohmann::json{{"op", op},         {"shape", r.shape}, {"policy", r.policy}, {"seed", seed},
-                                {"sides", json_sides}, {"pairs", json_pairs}, {"counters", json_counters}}
-                     .dump(2)
-              << "\n";
+    nlohmann::json out{{"op", op},         {"shape", r.shape}, {"policy", r.policy}, {"seed", seed},
+                       {"sides", json_sides}, {"pairs", json_pairs}, {"counters", json_counters}};
+    if (!r.info.is_null()) out["info"] = r.info;
+    std::cout << out.dump(2) << "\n";
   } else {
     std::cout << text;
   }

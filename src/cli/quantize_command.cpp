@@ -202,6 +202,7 @@ nlohmann::json summary_json(const QuantizeOptions& o, const Request& r, const Te
           {"subnormal", c.subnormal},
           {"scales_clamped", c.scales_clamped},
           {"nonfinite_in", c.nonfinite_in},
+          {"inexact", c.inexact},
           {"sqnr_db", json_number(sqnr)},
           {"out", o.out}};
 }
@@ -235,7 +236,8 @@ std::string summary_text(const QuantizeOptions& o, const Request& r, const Tenso
     std::snprintf(ts, sizeof ts, ", tensor scale %.9g", static_cast<double>(*q.tensor_scale));
     s += ts;
   }
-  s += "\nelements " + std::to_string(c.elements) + ": saturated " + std::to_string(c.saturated) +
+  s += "\nelements " + std::to_string(c.elements) + ": inexact " + std::to_string(c.inexact) + ", saturated " +
+       std::to_string(c.saturated) +
        ", underflow to zero " + std::to_string(c.underflow_to_zero) + ", subnormal " + std::to_string(c.subnormal) +
        ", non-finite in " + std::to_string(c.nonfinite_in) + "\n";
   char line[64];
@@ -267,7 +269,8 @@ std::string footer() {
          "  rceil   2^ceil(log2(amax / max_elem))         Transformer Engine and cuBLAS; never clips\n"
          "Counters: saturated = finite elements beyond max * scale, stored as +-max; underflow_to_zero = finite\n"
          "non-zero elements stored as 0; subnormal = stored as a non-zero subnormal; scales_clamped = blocks whose\n"
-         "scale lay outside the scale format's range; nonfinite_in = NaN or +-inf inputs. SQNR over the elements\n"
+         "scale lay outside the scale format's range; nonfinite_in = NaN or +-inf inputs; inexact = finite elements\n"
+         "that code * scale does not equal (clipped ones included). SQNR over the elements\n"
          "where input and output are finite. Details: docs/quantize.md.\n"
          "Exit: 0; 1 the output could not be written; 2 bad usage or an unreadable input (nothing written).";
 }

@@ -29,6 +29,7 @@ BlockCounters& BlockCounters::operator+=(const BlockCounters& o) {
   underflow_to_zero += o.underflow_to_zero;
   subnormal += o.subnormal;
   scales_clamped += o.scales_clamped;
+  inexact += o.inexact;
   return *this;
 }
 
@@ -125,6 +126,7 @@ class Quantizer {
       const std::uint32_t sign = std::signbit(x) ? codes_.format.sign_mask() : 0u;
       store(i, x == 0 ? formats::zero_bits(codes_.format, std::signbit(x)) : sign | codes_.max_bits, 0.0);
       counters_.saturated += x != 0;
+      counters_.inexact += x != 0;
     });
   }
 
@@ -153,6 +155,7 @@ class Quantizer {
       const std::uint32_t bits = formats::round_pack(codes_.format, std::signbit(q), std::fabs(q), residual, rc, flags);
       store(i, bits, divisor);
       c.saturated += std::fabs(wide) > threshold;
+      c.inexact += flags.has(formats::Flags::inexact);
       c.underflow_to_zero += x != 0 && codes_.zero[bits];
       c.subnormal += codes_.subnormal[bits];
     });

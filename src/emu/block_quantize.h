@@ -122,6 +122,7 @@ struct BlockCounters {
                                         // e8m0: the exponent outside [-127, 127]; ue4m3: the rounding
                                         // overflowed (quotient > 464) or gave 0; fp32: gave 0. Only blocks
                                         // with a finite non-zero amax count.
+  std::uint64_t inexact = 0;            // finite x that code * X does not equal exactly (clipped ones included)
 
   BlockCounters& operator+=(const BlockCounters& other);
   friend bool operator==(const BlockCounters&, const BlockCounters&) = default;

@@ -2,6 +2,7 @@
 // multiple of 2^(E - F), and the sum of at most 257 terms below 2^(F + 2) <= 2^42 fits an int64 and,
 // times 2^(E - F), a double exactly; the one rounding to the output is then formats::from_double's.
 #include "emu/mma_model.h"
+#include "emu/mma_terms.h"
 
 #include <algorithm>
 #include <array>
@@ -32,17 +33,7 @@ const formats::Format& e8m13() {
 bool is_fp32(const formats::Format& f) { return f.exponent_bits == 8 && f.mantissa_bits == 23; }
 bool is_fp16(const formats::Format& f) { return f.exponent_bits == 5 && f.mantissa_bits == 10 && f.bias == 15; }
 
-// A term: (-1)^negative * magnitude * 2^(exponent - scale), where magnitude / 2^scale is the significand;
-// an operand that is NaN or infinite says so instead.
-struct Term {
-  bool negative = false;
-  std::uint64_t magnitude = 0;
-  int scale = 0;
-  int exponent = 0;
-  bool nan = false, infinite = false;
-
-  bool zero() const { return !nan && !infinite && magnitude == 0; }
-};
+using Term = detail::MmaTerm;  // mma_terms.h
 
 // An operand's significand (times 2^23, so every format of at most 24 bits of precision gives an integer)
 // and exponent, as MMA-Sim's extract_significand_exponent: a subnormal keeps the format's minimum normal
@@ -131,7 +122,9 @@ std::int64_t aligned(const Term& t, int E, int F, MmaCounts& counts) {
   std::uint64_t kept = 0;
   bool lost = false;
   if (shift <= 0) {
-    kept = t.magnitude << -shift;  // only c, by at most F - 23 <= 17 bits: below 2^41
+    // c, by at most F - 23 <= 17 bits (below 2^41); a block-scaled group term of mma_block_scaled.cpp, by at
+    // most F - 8 = 27 bits (below 2^47)
+    kept = t.magnitude << -shift;
   } else if (shift >= 64) {
     lost = true;
   } else {
@@ -174,9 +167,20 @@ std::uint32_t round_output(const MmaModel& m, std::int64_t sum, int exponent, Mm
   return bits;
 }
 
-// One fused dot-add over a.size() (at most 256) products and c.
+// The exact sum of the aligned terms, rounded once (mma_terms.h: mma_fused_sum).
+std::uint32_t fused_sum(const MmaModel& m, std::span<const Term> terms, MmaCounts& counts) {
+  int E = terms[0].exponent;
+  for (const Term& t : terms) E = std::max(E, t.exponent);
+  std::int64_t sum = 0;
+  for (const Term& t : terms) sum += aligned(t, E, m.fraction_bits, counts);
+  return round_output(m, sum, E - m.fraction_bits, counts);
+}
+
+// One fused dot-add over a.size() (at most 256) products and c; every product's exponent raised by
+// product_exponent_offset (Blackwell's block scales, mma_block_scaled.cpp; 0 otherwise).
 std::uint32_t fused_dot_add(const MmaModel& m, const Decoders& d, std::span<const std::uint32_t> a,
-                            std::span<const std::uint32_t> b, std::uint32_t c, MmaCounts& counts) {
+                            std::span<const std::uint32_t> b, std::uint32_t c, MmaCounts& counts,
+                            int product_exponent_offset = 0) {
   std::array<Term, 256> ta, tb;
   const std::size_t n = a.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -191,15 +195,10 @@ std::uint32_t fused_dot_add(const MmaModel& m, const Decoders& d, std::span<cons
   }
   std::array<Term, 257> terms;
   terms[0] = tc;
-  int E = tc.exponent;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < n; ++i)
     terms[i + 1] = {ta[i].negative != tb[i].negative, ta[i].magnitude * tb[i].magnitude, 46,
-                    ta[i].exponent + tb[i].exponent};
-    E = std::max(E, terms[i + 1].exponent);
-  }
-  std::int64_t sum = 0;
-  for (std::size_t i = 0; i <= n; ++i) sum += aligned(terms[i], E, m.fraction_bits, counts);
-  return round_output(m, sum, E - m.fraction_bits, counts);
+                    ta[i].exponent + tb[i].exponent + product_exponent_offset};
+  return fused_sum(m, std::span<const Term>(terms).first(n + 1), counts);
 }
 
 // Hopper's FP8 mma.sync as ptxas compiles it for sm_90 (HMMA.16816.F32 twice, then FADD): the operands
@@ -321,5 +320,28 @@ std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::
   }
   return accumulator;
 }
+
+namespace detail {
+
+MmaTerm mma_term(const formats::Format& f, std::uint32_t bits) { return Decoders::of(split_table(f), f, bits); }
+
+std::uint32_t mma_fused_sum(const MmaModel& m, std::span<const MmaTerm> terms, MmaCounts& counts) {
+  return fused_sum(m, terms, counts);
+}
+
+std::uint32_t mma_nan_bits(const MmaModel& m) { return special_bits(m.c, Special::nan); }
+
+std::uint32_t mma_infinity_bits(const MmaModel& m, bool negative) {
+  return special_bits(m.c, negative ? Special::negative_infinity : Special::positive_infinity);
+}
+
+std::uint32_t mma_fused_dot_add(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                                std::uint32_t c, int product_exponent_offset, MmaCounts& counts) {
+  if (a.size() != b.size() || a.size() > 256)
+    throw std::invalid_argument("mma_fused_dot_add: a and b need the same length, at most 256");
+  return fused_dot_add(m, Decoders(m), a, b, c, counts, product_exponent_offset);
+}
+
+}  // namespace detail
 
 }  // namespace mpverify::emu

@@ -52,6 +52,9 @@ struct OpResult {
   emu::CounterSet counters;  // the emulator's
   // The tolerance for tensor `t` (index into tensors) between sides a and b.
   ToleranceFn tolerance;
+  // Facts beside the comparison (an object, or null for none), printed after the counters and kept in the
+  // JSON as "info": e.g. block-gemm's error against FP64 of the unquantized inputs.
+  nlohmann::json info;
 };
 
 // An op family: the op names it answers to, how to run one, and a line of help.
