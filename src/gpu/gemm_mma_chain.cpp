@@ -16,10 +16,15 @@ namespace mpverify::gpu {
 
 namespace {
 
-std::uint32_t bits_of(const formats::Format& f, float x) {
-  formats::Flags flags;
-  const std::uint32_t bits = formats::from_float(f, x, {}, flags);
-  if (flags.has(formats::Flags::inexact)) throw std::invalid_argument("gemm_mma_chain: an operand is not a value of " + f.name);
+// Every value of a matrix as bits of its format, each converted once (a GEMM reads each many times).
+std::vector<std::uint32_t> bits_of(const formats::Format& f, std::span<const float> values) {
+  std::vector<std::uint32_t> bits(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    formats::Flags flags;
+    bits[i] = formats::from_float(f, values[i], {}, flags);
+    if (flags.has(formats::Flags::inexact))
+      throw std::invalid_argument("gemm_mma_chain: an operand is not a value of " + f.name);
+  }
   return bits;
 }
 
@@ -27,23 +32,22 @@ struct Operands {
   std::vector<std::uint32_t> a, b;  // dot i = (row, column) at [i * K, (i + 1) * K), zero-padded
 };
 
-// The operands of elements (i, j) over k in [k0, k0 + length), in the model's formats (swapped: A's values
-// go to the instruction's b), padded with zero products to `padded` elements.
-Operands lay_out(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B,
-                 const emu::MmaModel& m, bool swapped, int k0, int length, int padded) {
-  const formats::Format &fa = swapped ? m.b : m.a, &fb = swapped ? m.a : m.b;
+// The operands of elements (i, j) over k in [k0, k0 + length), from A's and B's bits (swapped: A's go to
+// the instruction's b), padded with zero products to `padded` elements.
+Operands lay_out(const ops::GemmShape& s, std::span<const std::uint32_t> A, std::span<const std::uint32_t> B,
+                 bool swapped, int k0, int length, int padded) {
   Operands o;
   o.a.assign(s.c_size() * padded, 0u);
   o.b.assign(s.c_size() * padded, 0u);
+  std::vector<std::uint32_t>& from_a = swapped ? o.b : o.a;
+  std::vector<std::uint32_t>& from_b = swapped ? o.a : o.b;
   for (int i = 0; i < s.m; ++i)
     for (int j = 0; j < s.n; ++j) {
       const std::size_t dot = static_cast<std::size_t>(i) * s.n + j;
       for (int t = 0; t < length; ++t) {
-        const int k = k0 + t;
-        const float av = s.transpose_a ? A[static_cast<std::size_t>(k) * s.m + i] : A[static_cast<std::size_t>(i) * s.k + k];
-        const float bv = s.transpose_b ? B[static_cast<std::size_t>(j) * s.k + k] : B[static_cast<std::size_t>(k) * s.n + j];
-        (swapped ? o.b : o.a)[dot * padded + t] = bits_of(fa, av);
-        (swapped ? o.a : o.b)[dot * padded + t] = bits_of(fb, bv);
+        const std::size_t k = static_cast<std::size_t>(k0 + t);
+        from_a[dot * padded + t] = s.transpose_a ? A[k * s.m + i] : A[static_cast<std::size_t>(i) * s.k + k];
+        from_b[dot * padded + t] = s.transpose_b ? B[static_cast<std::size_t>(j) * s.k + k] : B[k * s.n + j];
       }
     }
   return o;
@@ -72,12 +76,14 @@ void gemm_mma_chain(const ops::GemmShape& shape, std::span<const float> a, std::
     throw std::invalid_argument("gemm_mma_chain: m n k (with k per promotion run) is at most 2^26, since every dot "
                                 "product's operands are laid out apart");
   const DotChain probe = chain ? chain : DotChain(mma_probe);
+  const std::vector<std::uint32_t> a_bits = bits_of(swapped ? model.b : model.a, a);
+  const std::vector<std::uint32_t> b_bits = bits_of(swapped ? model.a : model.b, b);
   const std::vector<std::uint32_t> zeros(shape.c_size(), 0u);
   std::vector<float> promoted(shape.c_size(), 0.0f);
   for (int k0 = 0; k0 < shape.k; k0 += run) {
     const int length = std::min(run, shape.k - k0);
     const int padded = (length + model.k - 1) / model.k * model.k;
-    const Operands o = lay_out(shape, a, b, model, swapped, k0, length, padded);
+    const Operands o = lay_out(shape, a_bits, b_bits, swapped, k0, length, padded);
     const std::vector<std::uint32_t> d = probe(model, o.a, o.b, zeros, padded);
     for (std::size_t i = 0; i < c.size(); ++i) {
       const float partial = static_cast<float>(formats::to_double(model.c, d[i]));
