@@ -190,6 +190,69 @@ TEST(Recipe, RoundingKeysRefuseBadValuesAndNothingToRound) {
   expect_error("fp16-pure:master=fp32,norm_parameters=fp32,update_rounding=stochastic", "master and norm_parameters");
 }
 
+// The block-scaled recipes' rows of training/recipe.h, transcribed from their sources: Transformer Engine's
+// MXFP8BlockScaling (E4M3 everywhere, 1 x 32, rceil), NVIDIA's NVFP4 recipe (arXiv 2509.25149: 16 x 16
+// weights, 1 x 16 activations and gradients, stochastic gradients, RHT on wgrad) and DeepSeek-V3 (1 x 128
+// activations and gradients, 128 x 128 weights); bf16 around them, fp32 weight gradients and masters.
+TEST(Recipe, BlockScaledRecipesFollowTheirSources) {
+  using mpverify::emu::BlockScaledAccumulation;
+  const auto mx = parse_recipe("mxfp8").precision;
+  ASSERT_TRUE(mx.block_scaling);
+  EXPECT_EQ(mx.block_scaling->accumulation, BlockScaledAccumulation::sm100_mxf8f6f4);
+  for (const auto* s : {&mx.block_scaling->input, &mx.block_scaling->weight, &mx.block_scaling->gradient})
+    EXPECT_EQ(s->name, "mxfp8-e4m3");
+  EXPECT_EQ(mx.block_scaling->scale_rule, mpverify::emu::ScaleRule::rceil);
+  EXPECT_EQ(mx.block_scaling->gradient_rounding, mpverify::formats::Rounding::nearest_even);
+  EXPECT_FALSE(mx.block_scaling->wgrad_hadamard);
+  EXPECT_EQ(mx.block_scaling->high_precision_last, 1);
+  EXPECT_EQ(mx.activations, bf16);
+  EXPECT_EQ(mx.activation_grads, bf16);
+  EXPECT_EQ(mx.matmul_forward, bf16);
+  EXPECT_EQ(mx.weight_grads, fp32);
+  EXPECT_EQ(mx.master, fp32);
+  EXPECT_EQ(mx.weights, fp32);
+  EXPECT_FALSE(mx.is_fp32());
+
+  const auto nv = parse_recipe("nvfp4").precision;
+  ASSERT_TRUE(nv.block_scaling);
+  EXPECT_EQ(nv.block_scaling->accumulation, BlockScaledAccumulation::sm100_mxf4nvf4);
+  EXPECT_EQ(nv.block_scaling->input.block_rows, 1u);
+  EXPECT_EQ(nv.block_scaling->input.block_cols, 16u);
+  EXPECT_EQ(nv.block_scaling->weight.block_rows, 16u);
+  EXPECT_EQ(nv.block_scaling->weight.block_cols, 16u);
+  EXPECT_EQ(nv.block_scaling->gradient.block_rows, 1u);
+  EXPECT_EQ(nv.block_scaling->gradient.element.name, "fp4-e2m1");
+  EXPECT_EQ(nv.block_scaling->gradient_rounding, mpverify::formats::Rounding::stochastic);
+  EXPECT_TRUE(nv.block_scaling->wgrad_hadamard);
+
+  const auto ds = parse_recipe("fp8-blockwise").precision;
+  ASSERT_TRUE(ds.block_scaling);
+  EXPECT_EQ(ds.block_scaling->accumulation, BlockScaledAccumulation::sm90_fp8_blockwise);
+  EXPECT_EQ(ds.block_scaling->input.name, "fp8-tile1x128");
+  EXPECT_EQ(ds.block_scaling->gradient.name, "fp8-tile1x128");
+  EXPECT_EQ(ds.block_scaling->weight.name, "fp8-block128x128");
+  EXPECT_FALSE(parse_recipe("bf16-o1").precision.block_scaling);
+}
+
+TEST(Recipe, BlockScaledKeys) {
+  const auto p = parse_recipe("nvfp4:high_precision_last=0,dy_rounding=rne,hadamard=off").precision;
+  EXPECT_EQ(p.block_scaling->high_precision_last, 0);
+  EXPECT_EQ(p.block_scaling->gradient_rounding, mpverify::formats::Rounding::nearest_even);
+  EXPECT_FALSE(p.block_scaling->wgrad_hadamard);
+  EXPECT_EQ(parse_recipe("mxfp8:scale_rule=floor").precision.block_scaling->scale_rule,
+            mpverify::emu::ScaleRule::floor);
+  EXPECT_EQ(parse_recipe("mxfp8:dy_rounding=stochastic").precision.block_scaling->gradient_rounding,
+            mpverify::formats::Rounding::stochastic);
+  expect_error("o2:scale_rule=floor", "applies to the block-scaled recipes");
+  expect_error("mxfp8:scale_rule=down", "scale_rule must be floor, ceil, even or rceil");
+  expect_error("nvfp4:scale_rule=floor", "it applies to mxfp8");
+  expect_error("mxfp8:hadamard=on", "use it with nvfp4");
+  expect_error("nvfp4:hadamard=yes", "hadamard must be on or off");
+  expect_error("fp8-blockwise:high_precision_last=-1", "high_precision_last must be a count");
+  expect_error("mxfp8:fp8_scaling=delayed", "scale every block themselves");
+  expect_error("mxfp8:low=fp16", "low= applies to the mixed recipes");
+}
+
 // Unscaling: a multiplication by the fp32 inverse, a division for keras;
 // equal for powers of two, and non-finite results are counted.
 TEST(Unscale, MultipliesByTheFp32InverseOrDividesForKeras) {

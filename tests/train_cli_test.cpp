@@ -78,6 +78,21 @@ TEST(TrainCli, TheFp8RecipeRecordsOcpE4m3AndE5m2) {
   EXPECT_EQ(hs["config"]["precision"]["promotion"], 128);
 }
 
+TEST(TrainCli, TheBlockScaledRecipesTrainOnTheEmulatorAndRecordTheirSchemes) {
+  const fs::path dir = fresh_dir("mxfp8");
+  const auto r = run_command(train("--recipe mxfp8:scale_rule=floor --backend emu --test-size 64 --out " +
+                                   dir.string()),
+                             "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+  const auto& b = summary["config"]["precision"]["block_scaling"];
+  EXPECT_EQ(b["accumulation"], "sm100.mxf8f6f4");
+  EXPECT_EQ(b["input"], "mxfp8-e4m3");
+  EXPECT_EQ(b["scale_rule"], "floor");
+  EXPECT_EQ(b["high_precision_layers"], nlohmann::json::array({"fc2"}));
+  EXPECT_GT(summary["tensor_counters"]["fc1.dw"]["block-gemm.accumulate"]["elements"].get<std::uint64_t>(), 0u);
+}
+
 TEST(TrainCli, TheSameSeedWritesTheSameStepLog) {
   const fs::path a = fresh_dir("seed-a"), b = fresh_dir("seed-b");
   ASSERT_EQ(run_command(train("--recipe o2 --scaler torch --backend emu --out " + a.string()), "").exit_code, 0);
@@ -95,7 +110,10 @@ TEST(TrainCli, BadInputExitsWith2AndWritesNothing) {
                                   std::string("--inject-inf x:fc1.w"), std::string("--backend tpu"),
                                   std::string("--samples 5"), std::string("--beta1 0.5"),
                                   std::string("--optimizer adam --beta1 1"),
-                                  std::string("--optimizer adam --beta2 -0.1")}) {
+                                  std::string("--optimizer adam --beta2 -0.1"),
+                                  std::string("--recipe mxfp8 --backend ref"),
+                                  std::string("--recipe nvfp4:hadamard=maybe --backend emu"),
+                                  std::string("--recipe fp8-blockwise --model dcgan --backend emu")}) {
     const auto r = run_command(train(args + " --out " + dir.string()), "", true);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("error"), std::string::npos) << args;

@@ -390,6 +390,37 @@ TEST(Trainer, AForwardOverflowIsTracedToItsLayerAndPass) {
   EXPECT_EQ(ctx.first_nonfinite()->pass, Pass::forward);
 }
 
+// The block-scaled recipes train the CNN on the emulator: the block-scaled GEMMs run in every layer but the
+// last (its counters say so per tensor), the run records which layers kept bf16, the loss stays finite and the
+// same seed gives the same bits.
+TEST(Trainer, BlockScaledRecipesTrainTheCnnWithTheHeadInBf16) {
+  for (const char* recipe : {"mxfp8", "nvfp4", "fp8-blockwise"}) {
+    TrainConfig c = small_mlp(recipe, "none", mpverify::nn::BackendKind::emu);
+    c.model = "cnn";
+    c.train_size = 256;
+    c.test_size = 64;
+    c.batch_size = 16;
+    Trainer t(c), twin(c);
+    for (int i = 0; i < 2; ++i) {
+      const nlohmann::json line = t.step();
+      EXPECT_TRUE(std::isfinite(line.at("loss").get<double>())) << recipe;
+      EXPECT_EQ(line.dump(), twin.step().dump()) << recipe << " step " << i;
+    }
+    const nlohmann::json s = t.summary();
+    EXPECT_EQ(s.at("config").at("precision").at("block_scaling").at("high_precision_layers"),
+              nlohmann::json::array({"fc"}))
+        << recipe;
+    const nlohmann::json& tensors = s.at("tensor_counters");
+    for (const char* name : {"conv1.y", "conv1.dw", "conv2.y", "conv2.dx", "conv2.dw"})
+      EXPECT_GT(tensors.at(name).at("block-gemm.accumulate").at("elements").get<std::uint64_t>(), 0u)
+          << recipe << " " << name;
+    for (const char* name : {"fc.y", "fc.dx", "fc.dw"}) {
+      EXPECT_FALSE(tensors.at(name).contains("block-gemm.accumulate")) << recipe << " " << name;
+      EXPECT_TRUE(tensors.at(name).contains("gemm.a")) << recipe << " " << name;
+    }
+  }
+}
+
 TEST(Trainer, BadConfigurationsAreRefusedWithTheReason) {
   auto refused = [](TrainConfig c, const std::string& fragment) {
     try {
@@ -407,6 +438,10 @@ TEST(Trainer, BadConfigurationsAreRefusedWithTheReason) {
   c = small_mlp("fp32", "none", mpverify::nn::BackendKind::ref);
   c.inject = mpverify::training::FaultInjection{1, "fc9.w"};
   refused(c, "fc1.w");
+  refused(small_mlp("mxfp8", "none", mpverify::nn::BackendKind::ref), "only the emulator has");
+  c = small_mlp("nvfp4", "none", mpverify::nn::BackendKind::emu);
+  c.model = "dcgan";
+  refused(c, "transposed convolutions");
 }
 
 }  // namespace

@@ -321,6 +321,8 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       "Recipes: " + joined(training::recipe_names()) + " (NAME:KEY=VALUE,... sets formats, e.g. o2:low=e5m7;\n"
       "grad_rounding=stochastic and update_rounding=stochastic round the gradients and a low-precision weight\n"
       "update stochastically, --backend emu only, e.g. bf16-pure:update_rounding=stochastic;\n"
+      "mxfp8, nvfp4 and fp8-blockwise run every GEMM but the last layer's on block-scaled operands, --backend emu\n"
+      "only, keys high_precision_last=N, scale_rule=, dy_rounding=, hadamard=on|off;\n"
       "see src/training/recipe.h and docs/training.md). Scalers: " + joined(training::scaler_names()) + ".");
   auto flags = std::make_shared<TrainFlags>();
   add_model_and_data_options(app, *o, *flags);

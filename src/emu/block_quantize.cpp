@@ -33,6 +33,15 @@ BlockCounters& BlockCounters::operator+=(const BlockCounters& o) {
   return *this;
 }
 
+void block_counters_into(const BlockCounters& from, Counters& to) {
+  to.elements += from.elements;
+  to.inexact += from.inexact;
+  to.nonfinite_in += from.nonfinite_in;
+  to.overflow += from.saturated;
+  to.underflow_to_zero += from.underflow_to_zero;
+  to.subnormal += from.subnormal;
+}
+
 namespace {
 
 // The element format as the block cast uses it, saturating like Transformer

@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emu/counters.h"
 #include "formats/format.h"
 #include "formats/rounding.h"
 
@@ -127,6 +128,10 @@ struct BlockCounters {
   BlockCounters& operator+=(const BlockCounters& other);
   friend bool operator==(const BlockCounters&, const BlockCounters&) = default;
 };
+
+// A quantization's counts as a counter site's (counters.h): elements, inexact, nonfinite_in,
+// underflow_to_zero, subnormal, and the saturated elements as overflow ("to inf, NaN or saturated").
+void block_counters_into(const BlockCounters& from, Counters& to);
 
 struct BlockQuantized {
   std::vector<float> values;         // dequantized, the input's shape

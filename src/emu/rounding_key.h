@@ -11,7 +11,8 @@
 // the batches and the DCGAN's latent codes use streams whose top byte is 0x00, 0x05, 0x06, 0x5B or 0xBA), so
 // a rounding never reuses a draw of the data or the initialization under the same seed. The tensor is named
 // as the recorders name it: "LAYER.TENSOR" for a stored gradient ("fc1.dw", "conv2.dx", "loss.dlogits"),
-// "PARAM.update" and "PARAM.decay" for the optimizer's write into the weights ("fc1.w.update"); a tensor
+// "PARAM.update" and "PARAM.decay" for the optimizer's write into the weights ("fc1.w.update"),
+// "LAYER.dgrad.dy" and "LAYER.wgrad.dy" for a block-scaled training GEMM's quantization of dy; a tensor
 // stored a second time within one step (the DCGAN's discriminator, backward once for itself and once for
 // the generator) is "NAME#1", then "NAME#2", ... Distinct names differ in stream unless their 32-bit
 // hashes collide, which tests/stochastic_rounding_test checks for every model's names.

@@ -27,6 +27,16 @@ BackendKind parse_backend(std::string_view name) {
   throw std::invalid_argument(message);
 }
 
+void Backend::block_scaled_gemm(const ops::GemmShape&, std::span<const float>, std::span<const float>,
+                                std::span<float>, const emu::BlockScaledGemmPolicy& policy, emu::CounterSet*) {
+  std::string message = "the ";
+  message += to_string(kind());
+  message += " backend has no block-scaled GEMM (";
+  message += emu::to_string(policy.accumulation);
+  message += "): block-scaled recipes run on the emulator, --backend emu";
+  throw std::invalid_argument(message);
+}
+
 std::unique_ptr<Backend> make_backend(BackendKind kind) {
   switch (kind) {
     case BackendKind::ref: return std::make_unique<RefBackend>();

@@ -26,6 +26,7 @@
 #include "emu/activation_emu.h"
 #include "emu/batch_norm_emu.h"
 #include "emu/bias_add_emu.h"
+#include "emu/block_scaled_gemm.h"
 #include "emu/conv2d_emu.h"
 #include "emu/counters.h"
 #include "emu/gemm_emu.h"
@@ -45,6 +46,15 @@ class Backend {
 
   virtual void gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                     std::span<float> c, const emu::GemmPolicy& policy, emu::CounterSet* counters) = 0;
+
+  // A GEMM on block-scaled operands (emu/block_scaled_gemm.h), C in fp32. Only the emulator has it: the
+  // others throw std::invalid_argument saying so (the trainer refuses such a recipe before it starts).
+  // Counter sites: "block-gemm.a" and "block-gemm.b" (the quantization: elements, inexact, saturated as
+  // overflow, underflow_to_zero, subnormal, nonfinite_in) and "block-gemm.accumulate" (the instructions, as
+  // gemm.accumulate under a tensor-core model).
+  virtual void block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
+                                 std::span<float> c, const emu::BlockScaledGemmPolicy& policy,
+                                 emu::CounterSet* counters);
 
   virtual void conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                               std::span<float> y, const emu::GemmPolicy& policy, emu::CounterSet* counters) = 0;

@@ -1,5 +1,6 @@
 #include "nn/context.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "emu/quantize.h"
@@ -27,13 +28,17 @@ std::string_view to_string(Pass p) {
   return "?";
 }
 
+bool BlockScaling::applies_to(std::string_view layer) const {
+  return std::find(high_precision_layers.begin(), high_precision_layers.end(), layer) == high_precision_layers.end();
+}
+
 bool Precision::is_fp32() const {
   const formats::Format f = fp32();
   for (const formats::Format* g : {&matmul_forward, &matmul_backward, &activations, &activation_grads, &weights,
                                    &weight_grads, &master, &elementwise, &norm_statistics, &norm_parameters,
                                    &loss_input, &loss_accumulate})
     if (!(*g == f)) return false;
-  return accumulation == emu::Accumulation::fp32 && !operand_scale &&
+  return accumulation == emu::Accumulation::fp32 && !operand_scale && !block_scaling &&
          grad_rounding == formats::Rounding::nearest_even && update_rounding == formats::Rounding::nearest_even;
 }
 
@@ -57,7 +62,7 @@ void Context::store(std::string_view layer, std::string_view tensor, Role role, 
   if (observer_) exact_.assign(values.begin(), values.end());
   const bool gradient = role == Role::activation_grad || role == Role::weight_grad;
   if (gradient && precision_->grad_rounding == formats::Rounding::stochastic) {
-    const emu::RoundingKey key = emu::rounding_key(seed_, rounding_name(layer, tensor), step_);
+    const emu::RoundingKey key = rounding_key(layer, tensor);
     emu::quantize(values, values, emu::stochastic_spec(format, key));
   } else {
     emu::quantize(values, values, emu::QuantizeSpec{format});
@@ -72,6 +77,10 @@ void Context::store(std::string_view layer, std::string_view tensor, Role role, 
 
 void Context::note_nonfinite(std::string_view layer, std::string_view tensor, std::uint64_t count) {
   if (!first_nonfinite_ && count) first_nonfinite_ = NonfiniteOrigin{std::string(layer), std::string(tensor), pass_, count};
+}
+
+emu::RoundingKey Context::rounding_key(std::string_view layer, std::string_view tensor) {
+  return emu::rounding_key(seed_, rounding_name(layer, tensor), step_);
 }
 
 std::string Context::rounding_name(std::string_view layer, std::string_view tensor) {

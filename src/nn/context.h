@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "emu/counters.h"
+#include "emu/rounding_key.h"
 #include "formats/format.h"
 #include "nn/backend.h"
 #include "nn/precision.h"
@@ -88,6 +89,11 @@ class Context {
   // stored in norm_parameters (fp32), not in weight_grads.
   void store(std::string_view layer, std::string_view tensor, Role role, const formats::Format& format,
              std::span<float> values);
+
+  // The key of a stochastic rounding named "LAYER.TENSOR" in this step (emu/rounding_key.h; a second one of
+  // the same name within the step is "LAYER.TENSOR#1", ...): store()'s, and a block-scaled GEMM's
+  // quantization of a gradient operand (nn/block_scaled_matmul.h).
+  emu::RoundingKey rounding_key(std::string_view layer, std::string_view tensor);
 
   // The first non-finite value stored since the last reset, if any.
   const std::optional<NonfiniteOrigin>& first_nonfinite() const { return first_nonfinite_; }

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "nn/block_scaled_matmul.h"
+#include "nn/conv_lowering.h"
 #include "nn/init.h"
 #include "nn/operand_scaling.h"
 #include "nn/policies.h"
@@ -46,19 +48,60 @@ Tensor Conv2d::forward(Context& ctx, const Tensor& x) {
   const ops::Conv2dShape shape = shape_for(x);
   x_ = x;
   Tensor y(x.n, out_, shape.p(), shape.q());
+  if (ctx.precision().block_scaled(name())) {
+    block_scaled_forward(ctx, shape, y);
+    return finish_forward(ctx, y);
+  }
   const ScaledOperand xs(ctx, name() + ".x", x.span()), ws(ctx, name() + ".w", w_.value);
   ctx.backend().conv2d_forward(shape, xs.values(), ws.values(), y.span(),
                                matmul_policy(ctx.precision(), Pass::forward), TensorCounters(ctx, name() + ".y").get());
   unscale_result(xs, ws, y.span());
+  return finish_forward(ctx, y);
+}
+
+Tensor Conv2d::finish_forward(Context& ctx, Tensor& y) {
   ctx.backend().bias_add(y.channels(), y.span(), b_.value, y.span(), bias_policy(ctx.precision()), ctx.counters());
   ctx.store(name(), "y", Role::activation, y.span());
   return y;
+}
+
+// The GEMMs of nn/conv_lowering.h on the patches, block-scaled (nn/block_scaled_matmul.h).
+void Conv2d::block_scaled_forward(Context& ctx, const ops::Conv2dShape& shape, Tensor& y) {
+  const int positions = shape.n * shape.p() * shape.q(), crs = in_ * kernel_ * kernel_;
+  const std::vector<float> patches = im2col_rows(shape, x_.span());
+  std::vector<float> rows(static_cast<std::size_t>(positions) * out_);
+  block_scaled_matmul(ctx, name(), BlockGemm::fprop, ops::GemmShape{positions, out_, crs, false, true}, patches,
+                      w_.value, rows, "y");
+  positions_to_nchw(shape, rows, y.span());
+}
+
+void Conv2d::block_scaled_backward(Context& ctx, const ops::Conv2dShape& shape, const Tensor& dy, Tensor* dx) {
+  const int positions = shape.n * shape.p() * shape.q(), crs = in_ * kernel_ * kernel_;
+  const std::vector<float> dy_rows = nchw_to_positions(shape, dy.span());
+  if (dx) {
+    std::vector<float> dpatches(static_cast<std::size_t>(positions) * crs);
+    block_scaled_matmul(ctx, name(), BlockGemm::dgrad, ops::GemmShape{positions, crs, out_, false, false}, dy_rows,
+                        w_.value, dpatches, "dx");
+    col2im_rows(shape, dpatches, dx->span());
+    ctx.store(name(), "dx", Role::activation_grad, dx->span());
+  }
+  w_.grad.assign(w_.size(), 0.0f);
+  const std::vector<float> patches = im2col_rows(shape, x_.span());
+  block_scaled_matmul(ctx, name(), BlockGemm::wgrad, ops::GemmShape{out_, crs, positions, true, false}, dy_rows,
+                      patches, w_.grad, "dw");
+  ctx.store(name(), "dw", Role::weight_grad, w_.grad);
 }
 
 Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   expect_forward_ran(name(), x_);
   const ops::Conv2dShape shape = shape_for(x_);
   expect_shape(name(), "dy", dy, shape.n, out_, shape.p(), shape.q());
+  if (ctx.precision().block_scaled(name())) {
+    Tensor dx;
+    if (need_dx) dx = Tensor(x_.n, x_.c, x_.h, x_.w);
+    block_scaled_backward(ctx, shape, dy, need_dx ? &dx : nullptr);
+    return finish_backward(ctx, dy, dx);
+  }
   const emu::GemmPolicy policy = matmul_policy(ctx.precision(), Pass::backward);
   const ScaledOperand dys(ctx, name() + ".dy", dy.span());
   Tensor dx;
@@ -77,6 +120,10 @@ Tensor Conv2d::backward(Context& ctx, const Tensor& dy, bool need_dx) {
                                       TensorCounters(ctx, name() + ".dw").get());
   unscale_result(xs, dys, w_.grad);
   ctx.store(name(), "dw", Role::weight_grad, w_.grad);
+  return finish_backward(ctx, dy, dx);
+}
+
+Tensor Conv2d::finish_backward(Context& ctx, const Tensor& dy, Tensor& dx) {
   b_.grad.assign(b_.size(), 0.0f);
   ctx.backend().bias_add_backward(dy.channels(), dy.span(), b_.grad, bias_policy(ctx.precision()), ctx.counters());
   ctx.store(name(), "db", Role::weight_grad, b_.grad);

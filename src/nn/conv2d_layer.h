@@ -5,7 +5,7 @@
 // in the activation format; backward: dx = backward_data(dy, W) (skipped
 // for the first layer), dW = backward_filter(x, dy), db = the sum of dy over
 // n, h, w. The operands go through ScaledOperand (sites "<name>.x",
-// "<name>.w", "<name>.dy").
+// "<name>.w", "<name>.dy"). Under a block-scaled recipe the three are the GEMMs of nn/conv_lowering.h.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,13 @@ class Conv2d final : public Layer {
   int out_channels() const { return out_; }
 
  private:
+  // The bias and the store, after forward's convolution; db and its store, after backward's.
+  Tensor finish_forward(Context& ctx, Tensor& y);
+  Tensor finish_backward(Context& ctx, const Tensor& dy, Tensor& dx);
+  // Under a block-scaled recipe: the GEMMs of nn/conv_lowering.h instead of the convolutions.
+  void block_scaled_forward(Context& ctx, const ops::Conv2dShape& shape, Tensor& y);
+  void block_scaled_backward(Context& ctx, const ops::Conv2dShape& shape, const Tensor& dy, Tensor* dx);
+
   int in_, out_, kernel_, stride_, pad_;
   Parameter w_, b_;
   Tensor x_;  // the last forward's input, for backward

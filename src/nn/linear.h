@@ -2,7 +2,8 @@
 // each example flattened), W out x in, b out. Forward is one GEMM whose fp32
 // result gets the bias in fp32 (cuBLAS's epilogue) and is stored once in the
 // activation format. Backward: dx = dy W, dW = dy^T x (both GEMMs with the
-// backward operand format), db = the sum of dy over the batch.
+// backward operand format), db = the sum of dy over the batch. Under a block-scaled recipe the three GEMMs
+// are nn/block_scaled_matmul.h's instead.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,11 @@ class Linear final : public Layer {
   int out() const { return out_; }
 
  private:
+  // The bias and the store, after forward's GEMM; db and its store, after backward's.
+  Tensor finish_forward(Context& ctx, Tensor& y);
+  Tensor finish_backward(Context& ctx, const Tensor& dy, Tensor& dx);
+  void block_scaled_backward(Context& ctx, const Tensor& dy, Tensor* dx);
+
   int in_, out_;
   Parameter w_, b_;
   Tensor x_;  // the last forward's input, for backward

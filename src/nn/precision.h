@@ -4,9 +4,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "emu/block_scaled_gemm.h"
 #include "emu/gemm_emu.h"
 #include "formats/format.h"
 #include "formats/rounding.h"
@@ -19,6 +22,35 @@ std::string_view to_string(Role r);
 
 enum class Pass { forward, backward, optimizer };
 std::string_view to_string(Pass p);
+
+// Block-scaled matrix ops (the mxfp8, nvfp4 and fp8-blockwise recipes, training/recipe.h): each GEMM of a
+// layer quantizes its two operands along its reduction dimension with the scheme of the operand's role and
+// accumulates them with a block-scaled tensor-core model (emu/block_scaled_gemm.h). A layer's three GEMMs, as
+// Transformer Engine names them (nn/block_scaled_matmul.h):
+//   fprop  y  = x  W^T    x along the input features (input),   W along them too (weight)
+//   dgrad  dx = dy W      dy along the output features (gradient), W along them (weight)
+//   wgrad  dW = dy^T x    dy and x along the batch (gradient, input), with the random Hadamard transform first
+//                         when wgrad_hadamard is set (NVFP4)
+// Each operand is quantized afresh for each GEMM (the row- and column-wise copies are quantized apart, as
+// Transformer Engine does); the layers named in high_precision_layers keep the plain matrix ops of the
+// recipe's formats (bf16) instead.
+struct BlockScaling {
+  emu::BlockScaledAccumulation accumulation = emu::BlockScaledAccumulation::sm100_mxf8f6f4;
+  emu::BlockScheme input = *emu::find_block_scheme("mxfp8-e4m3");
+  emu::BlockScheme weight = *emu::find_block_scheme("mxfp8-e4m3");
+  emu::BlockScheme gradient = *emu::find_block_scheme("mxfp8-e4m3");
+  emu::ScaleRule scale_rule = emu::kDefaultScaleRule;  // E8M0 scales (MX)
+  // How the gradient operand (dy) is quantized: nearest-even, or stochastic (NVFP4), keyed by
+  // emu::rounding_key with the names of nn/block_scaled_matmul.h.
+  formats::Rounding gradient_rounding = formats::Rounding::nearest_even;
+  bool wgrad_hadamard = false;
+  // The last this-many matrix layers (Linear, Conv2d) of a model keep the plain matrix ops; the trainer
+  // turns the count into names once it has built the model.
+  int high_precision_last = 1;
+  std::vector<std::string> high_precision_layers;
+
+  bool applies_to(std::string_view layer) const;
+};
 
 struct Precision {
   static formats::Format fp32() { return formats::parse_format("fp32"); }
@@ -72,7 +104,12 @@ struct Precision {
   formats::Rounding grad_rounding = formats::Rounding::nearest_even;
   formats::Rounding update_rounding = formats::Rounding::nearest_even;
 
+  // Set by the block-scaled recipes: the matrix ops of every layer it applies to run block-scaled.
+  std::optional<BlockScaling> block_scaling;
+
   bool is_fp32() const;
+  // Whether `layer`'s matrix ops run block-scaled.
+  bool block_scaled(std::string_view layer) const { return block_scaling && block_scaling->applies_to(layer); }
 };
 
 }  // namespace mpverify::nn

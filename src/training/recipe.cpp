@@ -14,8 +14,8 @@ using formats::Format;
 using formats::parse_format;
 
 const std::vector<std::string>& names() {
-  static const std::vector<std::string> n = {"fp32",    "o1",      "o2",        "fp16-pure",
-                                             "bf16-o1", "bf16-o2", "bf16-pure", "fp8"};
+  static const std::vector<std::string> n = {"fp32",      "o1",   "o2",    "fp16-pure",    "bf16-o1", "bf16-o2",
+                                             "bf16-pure", "fp8", "mxfp8", "nvfp4", "fp8-blockwise"};
   return n;
 }
 
@@ -51,6 +51,37 @@ void set_mixed(Recipe& r, const Format& low, bool low_weights, bool pure) {
   }
 }
 
+const emu::BlockScheme& scheme(std::string_view name) { return *emu::find_block_scheme(name); }
+
+// The block-scaled recipes (recipe.h): bf16 around the matrix ops, as in the fp8 recipe, but fp32 weight
+// gradients (Transformer Engine's and Megatron's fp32 main_grad, DeepSeek-V3's fp32 gradients); the matrix
+// ops of the high-precision layers run in bf16.
+void set_block_scaled(Recipe& r, std::string_view name) {
+  set_mixed(r, parse_format("bf16"), false, false);
+  r.precision.weight_grads = nn::Precision::fp32();
+  nn::BlockScaling b;
+  if (name == "mxfp8") {
+    // Transformer Engine's MXFP8BlockScaling: E4M3 for every operand, 1 x 32 blocks, its rceil scales.
+    b.accumulation = emu::BlockScaledAccumulation::sm100_mxf8f6f4;
+    b.input = b.weight = b.gradient = scheme("mxfp8-e4m3");
+  } else if (name == "nvfp4") {
+    // NVIDIA's NVFP4 recipe (arXiv 2509.25149): 16 x 16 weight tiles, 1 x 16 activations and gradients,
+    // stochastic rounding of the gradients, the random Hadamard transform on wgrad's operands.
+    b.accumulation = emu::BlockScaledAccumulation::sm100_mxf4nvf4;
+    b.input = b.gradient = b.weight = scheme("nvfp4");
+    b.weight.name = "nvfp4-16x16";
+    b.weight.block_rows = 16;
+    b.gradient_rounding = formats::Rounding::stochastic;
+    b.wgrad_hadamard = true;
+  } else {
+    // DeepSeek-V3: 1 x 128 activation and gradient tiles, 128 x 128 weight blocks, promotion every 128.
+    b.accumulation = emu::BlockScaledAccumulation::sm90_fp8_blockwise;
+    b.input = b.gradient = scheme("fp8-tile1x128");
+    b.weight = scheme("fp8-block128x128");
+  }
+  r.precision.block_scaling = std::move(b);
+}
+
 // The recipe's table row before any key.
 Recipe base_recipe(std::string_view name, std::string_view text) {
   Recipe r;
@@ -70,6 +101,8 @@ Recipe base_recipe(std::string_view name, std::string_view text) {
     r.precision.matmul_forward = parse_format("fp8-e4m3:saturate");
     r.precision.matmul_backward = parse_format("fp8-e5m2:saturate");
     r.operand_scaling = OperandScaling::current;
+  } else if (name == "mxfp8" || name == "nvfp4" || name == "fp8-blockwise") {
+    set_block_scaled(r, name);
   } else {
     std::string what = "unknown recipe '";
     what += name;
@@ -139,8 +172,44 @@ void check_rounding_keys(const Recipe& r, std::string_view text) {
                "this recipe's master and norm_parameters are fp32 (use fp16-pure, bf16-pure, or master=F)");
 }
 
+int parse_count(std::string_view key, std::string_view value, std::string_view text) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < 0)
+    fail(text, std::string(key) + " must be a count (0 or more)");
+  return n;
+}
+
+// The block-scaled recipes' keys; false when `key` is not one of them.
+bool apply_block_key(Recipe& r, std::string_view key, std::string_view value, std::string_view text) {
+  if (key != "scale_rule" && key != "high_precision_last" && key != "dy_rounding" && key != "hadamard") return false;
+  if (!r.precision.block_scaling) fail(text, std::string(key) + "= applies to the block-scaled recipes (mxfp8, nvfp4, "
+                                           "fp8-blockwise)");
+  nn::BlockScaling& b = *r.precision.block_scaling;
+  if (key == "scale_rule") {
+    const auto rule = emu::parse_scale_rule(value);
+    if (!rule) fail(text, "scale_rule must be floor, ceil, even or rceil");
+    if (b.input.scale_format != emu::ScaleFormat::e8m0)
+      fail(text, "scale_rule= chooses E8M0 scales: it applies to mxfp8, whose blocks have them");
+    b.scale_rule = *rule;
+  } else if (key == "high_precision_last") {
+    b.high_precision_last = parse_count(key, value, text);
+  } else if (key == "dy_rounding") {
+    if (value == "rne") b.gradient_rounding = formats::Rounding::nearest_even;
+    else if (value == "stochastic") b.gradient_rounding = formats::Rounding::stochastic;
+    else fail(text, "dy_rounding must be rne or stochastic");
+  } else {
+    if (value != "on" && value != "off") fail(text, "hadamard must be on or off");
+    if (value == "on" && b.accumulation != emu::BlockScaledAccumulation::sm100_mxf4nvf4)
+      fail(text, "hadamard=on: the random Hadamard transform is NVFP4's (16-element blocks); use it with nvfp4");
+    b.wgrad_hadamard = value == "on";
+  }
+  return true;
+}
+
 void apply_key(Recipe& r, std::string_view name, std::string_view key, std::string_view value, std::string_view text) {
   nn::Precision& p = r.precision;
+  if (apply_block_key(r, key, value, text)) return;
   if (key == "accumulation") {
     if (value == "fp32") p.accumulation = emu::Accumulation::fp32;
     else if (value == "fp16") p.accumulation = emu::Accumulation::fp16;
@@ -166,6 +235,8 @@ void apply_key(Recipe& r, std::string_view name, std::string_view key, std::stri
     return;
   }
   if (key == "fp8_scaling") {
+    if (p.block_scaling) fail(text, "fp8_scaling= is the fp8 recipe's per-tensor scaling; the block-scaled recipes "
+                                    "scale every block themselves");
     if (value == "current") r.operand_scaling = OperandScaling::current;
     else if (value == "delayed") r.operand_scaling = OperandScaling::delayed;
     else if (value == "none") r.operand_scaling = OperandScaling::none;
@@ -190,7 +261,8 @@ void apply_key(Recipe& r, std::string_view name, std::string_view key, std::stri
   if (!field) {
     std::string what = "unknown key '";
     what += key;
-    what += "'; the keys are accumulation, promotion, fp8_scaling, grad_rounding, update_rounding";
+    what += "'; the keys are accumulation, promotion, fp8_scaling, grad_rounding, update_rounding, scale_rule, "
+            "high_precision_last, dy_rounding, hadamard";
     for (const Field& f : fields) {
       what += ", ";
       what += f.key;
@@ -211,7 +283,8 @@ void apply_key(Recipe& r, std::string_view name, std::string_view key, std::stri
     *field->format = format;
     return;
   }
-  if (name == "fp32" || name == "fp8") fail(text, "low= applies to the mixed recipes (o1, o2, fp16-pure, bf16-*)");
+  if (name == "fp32" || name == "fp8" || p.block_scaling)
+    fail(text, "low= applies to the mixed recipes (o1, o2, fp16-pure, bf16-*)");
   replace_low(r, parse_format(name.starts_with("bf16") ? "bf16" : "fp16"), format);
 }
 

@@ -19,6 +19,22 @@
 // The fp8 recipe is Transformer Engine's HYBRID: OCP E4M3 (max 448) forward, E5M2 for the gradients, so
 // a backward GEMM multiplies an E5M2 gradient by an E4M3 weight or activation; its casts saturate.
 //
+// The block-scaled recipes (nn/precision.h BlockScaling, nn/block_scaled_matmul.h; the emu backend only):
+// bf16 activations, gradients and element-wise ops, fp32 master weights, weight gradients and optimizer
+// state; each GEMM of a linear or convolution layer quantizes its operands along its K and accumulates them
+// with a block-scaled tensor-core model (emu/block_scaled_gemm.h):
+//
+// name           x (activations)  W (weights)       dy (gradients)           accumulation
+// -------------  ---------------  ----------------  -----------------------  -------------------------------
+// mxfp8          mxfp8-e4m3       mxfp8-e4m3        mxfp8-e4m3               sm100.mxf8f6f4 (rceil scales)
+// nvfp4          nvfp4 (1 x 16)   nvfp4 16 x 16     nvfp4, stochastic; wgrad sm100.mxf4nvf4
+//                                 tiles             operands Hadamard-transformed
+// fp8-blockwise  fp8-tile1x128    fp8-block128x128  fp8-tile1x128            sm90.fp8-blockwise (promotion
+//                                                                            every 128)
+//
+// In all three the last matrix layer (the output head) keeps bf16 matrix ops (high_precision_last=1), as
+// Transformer Engine's users, NVIDIA's NVFP4 recipe and DeepSeek-V3 keep it.
+//
 // Weight gradients are stored in the low format in every mixed recipe (an
 // autocast GEMM's output is fp16 even for an fp32 parameter) and widened to
 // fp32 by the unscale; batch-norm statistics are fp32 everywhere; losses
@@ -50,6 +66,11 @@
 // Both default to rne, and stochastic is refused where there is no low format
 // to round into. The draws: emu/rounding_key.h (run seed, tensor name, step).
 // The emu backend only: the trainer refuses them on ref and gpu.
+// The block-scaled recipes' keys:
+//   scale_rule=floor|ceil|even|rceil (mxfp8: how each E8M0 block scale is chosen; emu/block_quantize.h)
+//   high_precision_last=N (the last N matrix layers keep bf16 matrix ops; 0: every layer block-scaled)
+//   dy_rounding=rne|stochastic (how dy is quantized for dgrad and wgrad; nvfp4: stochastic)
+//   hadamard=on|off (nvfp4: the random Hadamard transform on wgrad's operands)
 #pragma once
 
 #include <string>
@@ -70,7 +91,7 @@ struct Recipe {
   OperandScaling operand_scaling = OperandScaling::none;
 };
 
-// fp32, o1, o2, fp16-pure, bf16-o1, bf16-o2, bf16-pure, fp8.
+// fp32, o1, o2, fp16-pure, bf16-o1, bf16-o2, bf16-pure, fp8, mxfp8, nvfp4, fp8-blockwise.
 std::vector<std::string> recipe_names();
 
 // Throws std::invalid_argument naming the unknown recipe or key, or the bad

@@ -9,6 +9,8 @@
 #include "data/random.h"
 #include "data/sklearn_digits.h"
 #include "data/synthetic_digits.h"
+#include "nn/conv2d_layer.h"
+#include "nn/linear.h"
 #include "nn/models.h"
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
@@ -74,10 +76,23 @@ nn::Precision evaluation_precision(const Recipe& recipe) {
 
 // The formats and accumulation the recipe gives the matrix ops, as the run directory records them.
 nlohmann::json precision_json(const nn::Precision& p) {
-  return {{"matmul_forward", p.matmul_forward.name},
-          {"matmul_backward", p.matmul_backward.name},
-          {"accumulation", p.mma_architecture.empty() ? std::string(emu::to_string(p.accumulation)) : p.mma_architecture},
-          {"promotion", p.promotion_interval}};
+  nlohmann::json j = {
+      {"matmul_forward", p.matmul_forward.name},
+      {"matmul_backward", p.matmul_backward.name},
+      {"accumulation", p.mma_architecture.empty() ? std::string(emu::to_string(p.accumulation)) : p.mma_architecture},
+      {"promotion", p.promotion_interval}};
+  if (p.block_scaling) {
+    const nn::BlockScaling& b = *p.block_scaling;
+    j["block_scaling"] = {{"accumulation", emu::to_string(b.accumulation)},
+                          {"input", b.input.name},
+                          {"weight", b.weight.name},
+                          {"gradient", b.gradient.name},
+                          {"scale_rule", emu::to_string(b.scale_rule)},
+                          {"dy_rounding", b.gradient_rounding == formats::Rounding::stochastic ? "stochastic" : "rne"},
+                          {"hadamard", b.wgrad_hadamard},
+                          {"high_precision_layers", b.high_precision_layers}};
+  }
+  return j;
 }
 
 // Stochastic rounding is the emulator's: the ref backend is the FP32 reference (nothing is rounded into a
@@ -172,6 +187,9 @@ void Trainer::check_settings() const {
     bad_config("input_scale must be a number > 0 that fits in fp32 (1 leaves the images as they are)");
   if (config_.input_scale != 1.0 && config_.model == "dcgan")
     bad_config("input_scale: only the classifiers (mlp, cnn) scale their input images");
+  if (recipe_.precision.block_scaling && config_.model == "dcgan")
+    bad_config("--recipe " + config_.recipe + ": the block-scaled recipes run the linear and convolution layers of "
+               "mlp and cnn; dcgan's transposed convolutions have no block-scaled form yet");
 }
 
 void Trainer::make_scaler_and_backend() {
@@ -187,6 +205,9 @@ void Trainer::make_scaler_and_backend() {
   }
   m.backend = config_.backend_factory ? config_.backend_factory() : nn::make_backend(config_.backend);
   check_stochastic_rounding(recipe_, m.backend->kind(), config_.recipe);
+  if (recipe_.precision.block_scaling && m.backend->kind() != nn::BackendKind::emu)
+    bad_config("--backend " + std::string(nn::to_string(m.backend->kind())) + ": recipe " + config_.recipe +
+               " runs block-scaled GEMMs, which only the emulator has; use --backend emu");
   // (The fp8 operand scaling is installed below, so is_fp32() cannot see it yet.)
   if (config_.backend == nn::BackendKind::ref &&
       (!recipe_.precision.is_fp32() || recipe_.operand_scaling != OperandScaling::none))
@@ -256,6 +277,20 @@ void Trainer::load_data() {
   m.batches = std::make_unique<data::BatchIterator>(m.data.train, bo);
 }
 
+namespace {
+
+// BlockScaling::high_precision_last as names: the model's last that-many matrix layers (Linear, Conv2d).
+void keep_last_layers_high(const nn::Sequential& model, nn::BlockScaling& b) {
+  std::vector<std::string> matrix_layers;
+  for (const auto& layer : model.layers())
+    if (dynamic_cast<const nn::Linear*>(layer.get()) || dynamic_cast<const nn::Conv2d*>(layer.get()))
+      matrix_layers.push_back(layer->name());
+  const std::size_t keep = std::min(matrix_layers.size(), static_cast<std::size_t>(b.high_precision_last));
+  b.high_precision_layers.assign(matrix_layers.end() - static_cast<std::ptrdiff_t>(keep), matrix_layers.end());
+}
+
+}  // namespace
+
 void Trainer::make_models() {
   Impl& m = *impl_;
   const data::Dataset& d = m.data.train;
@@ -271,6 +306,7 @@ void Trainer::make_models() {
     if (m.gan) bad_config("--against ref compares classifier gradients; it is not available for dcgan yet");
     m.reference.emplace(classifier());
   }
+  if (m.model && recipe_.precision.block_scaling) keep_last_layers_high(*m.model, *recipe_.precision.block_scaling);
 }
 
 // The options that name a part of the model (or need one kind of model).

@@ -92,17 +92,6 @@ void run_reference(const emu::ScaledOperands& q, const emu::BlockScaledGemmPolic
   refs::block_scaled_gemm_ref(a, b, ref_rule(p.accumulation), q.alpha, out);
 }
 
-// The quantization's counts as counter sites: saturated elements as overflow (counters.h: "to inf, NaN or
-// saturated").
-void block_counters_into(const emu::BlockCounters& from, emu::Counters& to) {
-  to.elements += from.elements;
-  to.inexact += from.inexact;
-  to.nonfinite_in += from.nonfinite_in;
-  to.overflow += from.saturated;
-  to.underflow_to_zero += from.underflow_to_zero;
-  to.subnormal += from.subnormal;
-}
-
 nlohmann::json block_counters_json(const emu::BlockCounters& c) {
   return {{"elements", c.elements},   {"blocks", c.blocks},         {"saturated", c.saturated},
           {"underflow_to_zero", c.underflow_to_zero}, {"subnormal", c.subnormal},
@@ -139,8 +128,8 @@ void run_emulator(const mpverify::ops::GemmShape& shape, std::span<const float> 
                   const emu::BlockScaledGemmPolicy& policy, float alpha, std::span<float> out, OpResult& r) {
   emu::BlockScaledGemmCounters counters;
   emu::block_scaled_gemm(shape, a, b, out, policy, &counters);
-  block_counters_into(counters.a, r.counters.at("block-gemm.a"));
-  block_counters_into(counters.b, r.counters.at("block-gemm.b"));
+  emu::block_counters_into(counters.a, r.counters.at("block-gemm.a"));
+  emu::block_counters_into(counters.b, r.counters.at("block-gemm.b"));
   emu::mma_counters_into(counters.accumulate, r.counters.at("block-gemm.accumulate"));
   r.info = {{"quantization_a", block_counters_json(counters.a)},
             {"quantization_b", block_counters_json(counters.b)},
