@@ -1,12 +1,14 @@
 // The block-scaled GEMM of block_scaled_gemm.h: every output element a chain of the model's instructions
 // along K (mma_block_scaled.h for Blackwell, mma_model.h's wgmma for Hopper) and, for sm90, DeepGEMM's
-// promotion per block of 128.
+// promotion per block of 128. BlockScaledScalar below computes an element so and is the definition;
+// block_scaled_multiply runs the fast path (block_scaled_fast.cpp), which hands it the elements it cannot hold.
 #include "emu/block_scaled_gemm.h"
 
 #include <bit>
 #include <stdexcept>
 #include <string>
 
+#include "emu/block_scaled_fast.h"
 #include "emu/mma_block_scaled.h"
 #include "emu/mma_presets.h"
 #include "formats/arithmetic.h"
@@ -32,63 +34,12 @@ std::span<const float> scales(const ScaledOperand& x, std::size_t row, std::size
   return std::span<const float>(x.scales).subspan(row * per_row + p / x.block, (len + x.block - 1) / x.block);
 }
 
-// d = fl32(alpha * d) to nearest-even (the GEMM epilogue), NaN canonical.
-std::uint32_t epilogue(float alpha, std::uint32_t d) {
-  if (alpha == 1.0f) return d;
-  formats::Flags flags;
-  const std::uint32_t r = formats::mul(fp32(), std::bit_cast<std::uint32_t>(alpha), d, {}, flags);
-  return formats::is_nan(fp32(), r) ? kCanonicalNan : r;
-}
-
 BlockScaledInstruction instruction_for(const ScaledOperand& a, const ScaledOperand& b, BlockScaledAccumulation model) {
   if (model == BlockScaledAccumulation::sm100_mxf8f6f4) return mxf8f6f4_instruction(a.element, b.element);
   // mxf4nvf4: the scale format follows from the block (quantize_operands keeps E8M0 per 32, UE4M3 per 16) unless
   // an E8M0 scheme of 16 is ever named; both operands must agree.
   if (a.block != b.block) throw std::invalid_argument("sm100.mxf4nvf4: A and B need the same scale block");
   return mxf4nvf4_instruction(formats::parse_format(a.block == 16 ? "ue4m3" : "e8m0"), static_cast<int>(a.block));
-}
-
-void blackwell(const ScaledOperand& a, const ScaledOperand& b, float alpha, BlockScaledAccumulation model,
-               std::span<float> c, MmaCounts& counts) {
-  const BlockScaledInstruction in = instruction_for(a, b, model);
-  const auto k = static_cast<std::size_t>(in.model.k);
-  for (std::size_t i = 0; i < a.rows; ++i)
-    for (std::size_t j = 0; j < b.rows; ++j) {
-      std::uint32_t d = 0;
-      for (std::size_t p = 0; p < a.k; p += k)
-        d = block_scaled_dot_add(in, codes(a, i, p, k), codes(b, j, p, k), scales(a, i, p, k), scales(b, j, p, k),
-                                 d, &counts);
-      c[i * b.rows + j] = std::bit_cast<float>(epilogue(alpha, d));
-    }
-}
-
-// DeepGEMM's promotion of one block's chain: s = fl32(scale_a * scale_b), then final = fma(s, partial, final).
-std::uint32_t promote(std::uint32_t final_accum, std::uint32_t partial, float scale_a, float scale_b,
-                      BlockScaledGemmCounters& n) {
-  formats::Flags flags;
-  const std::uint32_t s = formats::mul(fp32(), std::bit_cast<std::uint32_t>(scale_a),
-                                       std::bit_cast<std::uint32_t>(scale_b), {}, flags);
-  formats::Flags fma_flags;
-  const std::uint32_t r = formats::fma(fp32(), s, partial, final_accum, {}, fma_flags);
-  ++n.promotions;
-  n.promotions_inexact += fma_flags.has(formats::Flags::inexact);
-  return formats::is_nan(fp32(), r) ? kCanonicalNan : r;
-}
-
-void hopper(const ScaledOperand& a, const ScaledOperand& b, std::span<float> c, BlockScaledGemmCounters& n) {
-  const MmaModel& wgmma = mma_preset("sm90.wgmma.k32.f32.e4m3");
-  for (const ScaledOperand* x : {&a, &b})
-    if (!formats::same_values(x->element, wgmma.a) || x->k % 128 != 0)
-      throw std::invalid_argument("sm90.fp8-blockwise: E4M3 elements, K padded to a multiple of 128");
-  for (std::size_t i = 0; i < a.rows; ++i)
-    for (std::size_t j = 0; j < b.rows; ++j) {
-      std::uint32_t final_accum = 0;
-      for (std::size_t p = 0; p < a.k; p += 128) {
-        const std::uint32_t partial = mma_dot(wgmma, codes(a, i, p, 128), codes(b, j, p, 128), 0, 0, &n.accumulate);
-        final_accum = promote(final_accum, partial, scales(a, i, p, 128)[0], scales(b, j, p, 128)[0], n);
-      }
-      c[i * b.rows + j] = std::bit_cast<float>(final_accum);
-    }
 }
 
 bool is_mx(const BlockScheme& s) { return s.scale_format == ScaleFormat::e8m0 && s.block_cols == 32; }
@@ -160,8 +111,65 @@ BlockScaledGemmCounters& BlockScaledGemmCounters::operator+=(const BlockScaledGe
   return *this;
 }
 
-void block_scaled_multiply(const ScaledOperand& a, const ScaledOperand& b, float alpha, BlockScaledAccumulation model,
-                           std::span<float> c, BlockScaledGemmCounters* counters) {
+namespace detail {
+
+// d = fl32(alpha * d) to nearest-even (the GEMM epilogue), NaN canonical.
+std::uint32_t block_scaled_epilogue(float alpha, std::uint32_t d) {
+  if (alpha == 1.0f) return d;
+  formats::Flags flags;
+  const std::uint32_t r = formats::mul(fp32(), std::bit_cast<std::uint32_t>(alpha), d, {}, flags);
+  return formats::is_nan(fp32(), r) ? kCanonicalNan : r;
+}
+
+// DeepGEMM's promotion of one block's chain: s = fl32(scale_a * scale_b), then final = fma(s, partial, final).
+std::uint32_t deepgemm_promote(std::uint32_t final_accum, std::uint32_t partial, float scale_a, float scale_b,
+                               BlockScaledGemmCounters& n) {
+  formats::Flags flags;
+  const std::uint32_t s = formats::mul(fp32(), std::bit_cast<std::uint32_t>(scale_a),
+                                       std::bit_cast<std::uint32_t>(scale_b), {}, flags);
+  formats::Flags fma_flags;
+  const std::uint32_t r = formats::fma(fp32(), s, partial, final_accum, {}, fma_flags);
+  ++n.promotions;
+  n.promotions_inexact += fma_flags.has(formats::Flags::inexact);
+  return formats::is_nan(fp32(), r) ? kCanonicalNan : r;
+}
+
+BlockScaledScalar::BlockScaledScalar(const ScaledOperand& a, const ScaledOperand& b, float alpha,
+                                     BlockScaledAccumulation model)
+    : a_(a), b_(b), alpha_(alpha), model_(model) {
+  if (model != BlockScaledAccumulation::sm90_fp8_blockwise) {
+    in_ = instruction_for(a, b, model);
+    return;
+  }
+  wgmma_ = &mma_preset("sm90.wgmma.k32.f32.e4m3");
+  for (const ScaledOperand* x : {&a, &b})
+    if (!formats::same_values(x->element, wgmma_->a) || x->k % 128 != 0)
+      throw std::invalid_argument("sm90.fp8-blockwise: E4M3 elements, K padded to a multiple of 128");
+}
+
+// Blackwell: the model's instructions chained along K from c = +0, then the epilogue. Hopper: per block of
+// 128, four wgmma chained from zero (mma_dot), promoted into final from +0.
+std::uint32_t BlockScaledScalar::element(std::size_t i, std::size_t j, BlockScaledGemmCounters& n) const {
+  const ScaledOperand &a = a_, &b = b_;
+  if (model_ == BlockScaledAccumulation::sm90_fp8_blockwise) {
+    std::uint32_t final_accum = 0;
+    for (std::size_t p = 0; p < a.k; p += 128) {
+      const std::uint32_t partial = mma_dot(*wgmma_, codes(a, i, p, 128), codes(b, j, p, 128), 0, 0, &n.accumulate);
+      final_accum = deepgemm_promote(final_accum, partial, scales(a, i, p, 128)[0], scales(b, j, p, 128)[0], n);
+    }
+    return final_accum;
+  }
+  const auto k = static_cast<std::size_t>(in_.model.k);
+  std::uint32_t d = 0;
+  for (std::size_t p = 0; p < a.k; p += k)
+    d = block_scaled_dot_add(in_, codes(a, i, p, k), codes(b, j, p, k), scales(a, i, p, k), scales(b, j, p, k), d,
+                             &n.accumulate);
+  return block_scaled_epilogue(alpha_, d);
+}
+
+std::size_t block_scaled_multiply_path(const ScaledOperand& a, const ScaledOperand& b, float alpha,
+                                       BlockScaledAccumulation model, std::span<float> c, BlockScaledGemmCounters& n,
+                                       bool fast) {
   const std::size_t granule = block_scaled_k_granule(model);
   if (a.k != b.k || a.k % granule != 0 || a.k % a.block != 0 || b.k % b.block != 0 ||
       a.codes.size() != a.rows * a.k || b.codes.size() != b.rows * b.k ||
@@ -170,13 +178,19 @@ void block_scaled_multiply(const ScaledOperand& a, const ScaledOperand& b, float
     throw std::invalid_argument("block_scaled_multiply: operands of equal K, a multiple of " +
                                 std::to_string(granule) + " and of their blocks, with rows x K codes, rows x K / "
                                 "block scales, and C of a.rows x b.rows");
+  const BlockScaledScalar scalar(a, b, alpha, model);
+  if (fast) return block_scaled_multiply_fast(scalar, c, n);
+  for (std::size_t i = 0; i < a.rows; ++i)
+    for (std::size_t j = 0; j < b.rows; ++j) c[i * b.rows + j] = std::bit_cast<float>(scalar.element(i, j, n));
+  return 0;
+}
+
+}  // namespace detail
+
+void block_scaled_multiply(const ScaledOperand& a, const ScaledOperand& b, float alpha, BlockScaledAccumulation model,
+                           std::span<float> c, BlockScaledGemmCounters* counters) {
   BlockScaledGemmCounters local;
-  BlockScaledGemmCounters& n = counters ? *counters : local;
-  if (model == BlockScaledAccumulation::sm90_fp8_blockwise) {
-    hopper(a, b, c, n);
-    return;
-  }
-  blackwell(a, b, alpha, model, c, n.accumulate);
+  detail::block_scaled_multiply_path(a, b, alpha, model, c, counters ? *counters : local, true);
 }
 
 void block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,

@@ -34,14 +34,7 @@ MmaModel block_model(std::string name, const formats::Format& a, const formats::
   return m;
 }
 
-// A scale as MMA-Sim's extract_significand_exponent splits it: the significand times 8 (an integer: UE4M3
-// has 3 fraction bits, E8M0 none) and the exponent, at least E4M3's -6 for UE4M3 (its subnormals keep -6);
-// a zero (UE4M3 only) has exponent -126.
-struct ScaleTerm {
-  std::uint64_t significand8 = 8;
-  int exponent = 0;
-  bool nan = false;
-};
+using ScaleTerm = detail::BlockScaleTerm;
 
 [[noreturn]] void bad_scale(const formats::Format& f, float v) {
   throw std::invalid_argument("block-scaled instruction: " + std::to_string(v) + " is not a value of the scale "
@@ -49,17 +42,9 @@ struct ScaleTerm {
 }
 
 ScaleTerm scale_term(const formats::Format& f, float v) {
-  if (std::isnan(v)) return {0, 0, true};
-  if (is_e8m0(f)) {
-    const int e = std::ilogb(v);  // exact for float subnormals too (2^-127)
-    if (!(v > 0) || std::isinf(v) || v != std::ldexp(1.0f, e) || e < -127 || e > 127) bad_scale(f, v);
-    return {8, e, false};
-  }
-  formats::Flags flags;
-  if (v < 0 || formats::to_double(f, formats::from_float(f, v, {}, flags)) != v) bad_scale(f, v);
-  if (v == 0) return {0, -126, false};
-  const int e = std::max(std::ilogb(v), -6);
-  return {static_cast<std::uint64_t>(std::ldexp(v, 3 - e)), e, false};
+  const ScaleTerm t = detail::block_scale_term(f, v);
+  if (!t.valid) bad_scale(f, v);
+  return t;
 }
 
 void check_lengths(const BlockScaledInstruction& in, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
@@ -129,6 +114,24 @@ std::uint32_t mxf4nvf4(const BlockScaledInstruction& in, std::span<const std::ui
 }
 
 }  // namespace
+
+namespace detail {
+
+BlockScaleTerm block_scale_term(const formats::Format& f, float v) {
+  if (std::isnan(v)) return {0, 0, true, true};
+  if (is_e8m0(f)) {
+    const int e = std::ilogb(v);  // exact for float subnormals too (2^-127)
+    if (!(v > 0) || std::isinf(v) || v != std::ldexp(1.0f, e) || e < -127 || e > 127) return {8, 0, false, false};
+    return {8, e, false, true};
+  }
+  formats::Flags flags;
+  if (v < 0 || formats::to_double(f, formats::from_float(f, v, {}, flags)) != v) return {8, 0, false, false};
+  if (v == 0) return {0, -126, false, true};
+  const int e = std::max(std::ilogb(v), -6);
+  return {static_cast<std::uint64_t>(std::ldexp(v, 3 - e)), e, false, true};
+}
+
+}  // namespace detail
 
 BlockScaledInstruction mxf8f6f4_instruction(const formats::Format& a, const formats::Format& b) {
   for (const formats::Format* f : {&a, &b})

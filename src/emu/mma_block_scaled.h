@@ -51,4 +51,21 @@ std::uint32_t block_scaled_dot_add(const BlockScaledInstruction& in, std::span<c
                                    std::span<const std::uint32_t> b, std::span<const float> scale_a,
                                    std::span<const float> scale_b, std::uint32_t c, MmaCounts* counts = nullptr);
 
+namespace detail {
+
+// A scale as the instructions split it (MMA-Sim's extract_significand_exponent): the significand times 8 (an
+// integer: UE4M3 has 3 fraction bits, E8M0 none) and the exponent, at least E4M3's -6 for UE4M3 (its
+// subnormals keep -6); a zero (UE4M3 only) has exponent -126. valid is false for a value the format cannot
+// hold (block_scaled_dot_add throws on it). Internal: the fast path (block_scaled_fast.h) splits each block's
+// scale once with it.
+struct BlockScaleTerm {
+  std::uint64_t significand8 = 8;
+  int exponent = 0;
+  bool nan = false;
+  bool valid = true;
+};
+BlockScaleTerm block_scale_term(const formats::Format& scale_format, float v);
+
+}  // namespace detail
+
 }  // namespace mpverify::emu
