@@ -11,11 +11,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "emu/block_scaled_gemm.h"
+#include "emu/block_stats.h"
 #include "emu/hadamard.h"
 #include "emu/quantize.h"
 #include "emu/rounding_key.h"
@@ -209,6 +211,69 @@ TEST(BlockScaledLinear, HighPrecisionLayerKeepsThePlainBf16MatrixOps) {
   head.forward(run.ctx, x);
   EXPECT_EQ(counters.find("block-gemm.accumulate"), nullptr);
   EXPECT_NE(counters.find("gemm.a"), nullptr);
+}
+
+// ---- what the recorders see ----
+
+struct QuantizationLog final : nn::StoreObserver {
+  struct Entry {
+    std::string layer, operand, scheme;
+    emu::BlockCounters counters;
+    emu::BlockStats stats;
+  };
+  void on_store(std::string_view, std::string_view, nn::Role, nn::Pass, std::span<const float>,
+                std::span<const float>, const formats::Format&) override {}
+  void on_block_quantized(std::string_view layer, std::string_view operand, nn::Pass,
+                          const emu::BlockScheme& scheme, const emu::BlockCounters& counters,
+                          const emu::BlockStats& stats) override {
+    entries.push_back({std::string(layer), std::string(operand), scheme.name, counters, stats});
+  }
+  std::vector<Entry> entries;
+};
+
+// Each GEMM reports both operands, named, with the counts of quantizing exactly that operand along that K
+// (block_quantize called here) and statistics recomputed here another way: the SQNR by emu::sqnr_db over the
+// dequantized values, the scale exponents by frexp, the non-zero inputs by counting.
+TEST(BlockScaledRecorders, EachOperandsQuantizationIsReportedWithItsStatistics) {
+  RecipeRun run("nvfp4");
+  run.recipe.precision.block_scaling->wgrad_hadamard = false;
+  QuantizationLog log;
+  run.ctx.set_observer(&log);
+  nn::Linear fc("fc", 64, 32, 13, 0);
+  cast(fc, run.recipe.precision);
+  Tensor x(16, 64), dy(16, 32);
+  x.values = bf16(random_values(x.size(), 4));
+  dy.values = bf16(random_values(dy.size(), 5, 1e-2f));
+  for (std::size_t i = 0; i < 64; ++i) x.values[i] = 0;  // a row of zeros: its NVFP4 block scales are 0
+  x.values[70] = 3000.0f;  // an outlier raises the tensor scale: the other blocks' scales sit far below
+  fc.forward(run.ctx, x);
+  fc.backward(run.ctx, dy, true);
+  ASSERT_EQ(log.entries.size(), 6u);
+  const char* operands[] = {"fprop.x", "fprop.w", "dgrad.dy", "dgrad.w", "wgrad.dy", "wgrad.x"};
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(log.entries[i].layer, "fc");
+    EXPECT_EQ(log.entries[i].operand, operands[i]);
+  }
+  const QuantizationLog::Entry& e = log.entries[0];
+  EXPECT_EQ(e.scheme, "nvfp4");
+  const std::array<std::size_t, 2> shape{16, 64};
+  const emu::BlockQuantized q = emu::block_quantize(x.values, shape, 1, *emu::find_block_scheme("nvfp4"));
+  EXPECT_EQ(e.counters, q.counters);
+  std::uint64_t nonzero = 0;
+  for (float v : x.values) nonzero += v != 0;
+  EXPECT_EQ(e.stats.nonzero_in, nonzero);
+  EXPECT_DOUBLE_EQ(e.stats.sqnr_db(), emu::sqnr_db(x.values, q.values));
+  std::map<int, std::uint64_t> exponents;
+  std::uint64_t zero_scales = 0;
+  for (float s : q.scales) {
+    int exponent = 0;
+    if (s == 0) ++zero_scales;
+    else (void)std::frexp(s, &exponent), ++exponents[exponent - 1];
+  }
+  EXPECT_EQ(e.stats.scale_exponents, exponents);
+  EXPECT_EQ(e.stats.zero_scales, zero_scales);
+  EXPECT_GT(exponents.size(), 1u) << "the blocks should sit at several scales";
+  EXPECT_GE(zero_scales, 4u) << "the zero row's four blocks";
 }
 
 // ---- the convolution's lowering ----

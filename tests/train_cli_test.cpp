@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,7 @@ TEST(TrainCli, WritesARunDirectoryWithTheIssuesFields) {
   for (const char* file : {"steps.jsonl", "tensors.jsonl", "histograms.jsonl", "summary.json"})
     EXPECT_TRUE(fs::exists(dir / file)) << file;
   for (const char* tmp : {"steps.jsonl.tmp", "summary.json.tmp"}) EXPECT_FALSE(fs::exists(dir / tmp)) << tmp;
+  EXPECT_FALSE(fs::exists(dir / "blocks.jsonl")) << "only the block-scaled recipes write it";
   const auto steps = mpverify::record::read_steps(dir);
   ASSERT_EQ(steps.size(), 6u);
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -91,6 +93,41 @@ TEST(TrainCli, TheBlockScaledRecipesTrainOnTheEmulatorAndRecordTheirSchemes) {
   EXPECT_EQ(b["scale_rule"], "floor");
   EXPECT_EQ(b["high_precision_layers"], nlohmann::json::array({"fc2"}));
   EXPECT_GT(summary["tensor_counters"]["fc1.dw"]["block-gemm.accumulate"]["elements"].get<std::uint64_t>(), 0u);
+}
+
+// blocks.jsonl: one line per block-scaled operand per recorded step, consistent with itself and with the
+// step line; and on these real activations, weights and gradients Transformer Engine's rceil scales never
+// clip an element while OCP's floor scales clip some (E4M3 blocks whose amax significand exceeds 1.75).
+TEST(TrainCli, BlocksJsonlRecordsEveryOperandAndFloorScalesClipWhereRceilDoesNot) {
+  std::map<std::string, std::uint64_t> saturated;
+  for (const std::string rule : {"rceil", "floor"}) {
+    const fs::path dir = fresh_dir("blocks-" + rule);
+    const auto r = run_command(train("--recipe mxfp8:scale_rule=" + rule + " --backend emu --test-size 64 --out " +
+                                     dir.string()),
+                               "");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto lines = mpverify::record::read_json_lines(dir / "blocks.jsonl");
+    const auto steps = mpverify::record::read_steps(dir);
+    ASSERT_EQ(lines.size(), 4 * steps.size()) << "fc1: fprop.x, fprop.w, wgrad.dy, wgrad.x (no dgrad: first layer)";
+    std::map<std::size_t, std::pair<std::uint64_t, std::uint64_t>> per_step;  // saturated, elements
+    for (const auto& line : lines) {
+      EXPECT_EQ(line["layer"], "fc1");
+      EXPECT_EQ(line["scheme"], "mxfp8-e4m3");
+      const auto n = line["elements"].get<std::uint64_t>(), s = line["saturated"].get<std::uint64_t>();
+      EXPECT_DOUBLE_EQ(line["saturation_rate"].get<double>(), static_cast<double>(s) / static_cast<double>(n));
+      EXPECT_GT(line["sqnr_db"].get<double>(), 0.0);
+      EXPECT_FALSE(line["scale_exponents"].empty());
+      per_step[line["step"].get<std::size_t>()].first += s;
+      per_step[line["step"].get<std::size_t>()].second += n;
+      saturated[rule] += s;
+    }
+    for (const auto& step : steps) {
+      const auto& [s, n] = per_step.at(step["step"].get<std::size_t>());
+      EXPECT_DOUBLE_EQ(step["block_saturation_rate"].get<double>(), static_cast<double>(s) / static_cast<double>(n));
+    }
+  }
+  EXPECT_EQ(saturated["rceil"], 0u);
+  EXPECT_GT(saturated["floor"], 0u);
 }
 
 TEST(TrainCli, TheSameSeedWritesTheSameStepLog) {

@@ -105,6 +105,8 @@ void validate(const BlockScaledGemmPolicy& p) {
 BlockScaledGemmCounters& BlockScaledGemmCounters::operator+=(const BlockScaledGemmCounters& o) {
   a += o.a;
   b += o.b;
+  stats_a += o.stats_a;
+  stats_b += o.stats_b;
   accumulate += o.accumulate;
   promotions += o.promotions;
   promotions_inexact += o.promotions_inexact;
@@ -203,6 +205,8 @@ void block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, st
   BlockScaledGemmCounters& n = counters ? *counters : local;
   n.a += q.counters_a;
   n.b += q.counters_b;
+  n.stats_a += q.stats_a;
+  n.stats_b += q.stats_b;
   block_scaled_multiply(q.a, q.b, q.alpha, policy.accumulation, c, &n);
 }
 

@@ -36,6 +36,7 @@
 
 #include "emu/block_quantize.h"
 #include "emu/block_scaled_operand.h"
+#include "emu/block_stats.h"
 #include "emu/mma_model.h"
 #include "ops/gemm_shape.h"
 
@@ -61,6 +62,7 @@ void validate(const BlockScaledGemmPolicy& p);
 
 struct BlockScaledGemmCounters {
   BlockCounters a, b;     // the quantization of A and of B (real elements only)
+  BlockStats stats_a, stats_b;  // ... its SQNR and scale exponents (block_stats.h; block_scaled_gemm only)
   MmaCounts accumulate;   // every instruction (mma_model.h: terms, truncated, shifted out, roundings, ...)
   std::uint64_t promotions = 0;          // sm90: fused multiply-adds into the fp32 accumulator
   std::uint64_t promotions_inexact = 0;  // ... whose result was rounded

@@ -58,11 +58,12 @@ ScaledOperand lay_out(const BlockQuantized& q, const BlockScheme& scheme, const 
 
 ScaledOperand quantize_one(std::span<const float> x, const Stored& st, const BlockScheme& scheme,
                            const BlockQuantizeOptions& options, std::size_t k_padded, std::size_t whole_block,
-                           BlockCounters& counters) {
+                           BlockCounters& counters, BlockStats& stats) {
   const std::array<std::size_t, 2> shape =
       st.k_last ? std::array<std::size_t, 2>{st.rows, st.k} : std::array<std::size_t, 2>{st.k, st.rows};
   const BlockQuantized q = block_quantize(x, shape, st.k_last ? 1 : 0, scheme, options);
   counters = q.counters;
+  stats = block_stats(x, q);
   return lay_out(q, scheme, options, st, k_padded, whole_block);
 }
 
@@ -86,8 +87,10 @@ ScaledOperands quantize_operands(const ops::GemmShape& shape, std::span<const fl
              k = static_cast<std::size_t>(shape.k);
   const std::size_t k_padded = (k + k_granule - 1) / k_granule * k_granule;
   ScaledOperands out;
-  out.a = quantize_one(a, {m, k, !shape.transpose_a}, scheme_a, options_a, k_padded, whole_block, out.counters_a);
-  out.b = quantize_one(b, {n, k, shape.transpose_b}, scheme_b, options_b, k_padded, whole_block, out.counters_b);
+  out.a = quantize_one(a, {m, k, !shape.transpose_a}, scheme_a, options_a, k_padded, whole_block, out.counters_a,
+                       out.stats_a);
+  out.b = quantize_one(b, {n, k, shape.transpose_b}, scheme_b, options_b, k_padded, whole_block, out.counters_b,
+                       out.stats_b);
   if (scheme_a.scale_format == ScaleFormat::ue4m3_fp32 && scheme_b.scale_format == ScaleFormat::ue4m3_fp32)
     out.alpha = nvfp4_gemm_alpha(a, b);
   return out;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "emu/block_quantize.h"
+#include "emu/block_stats.h"
 #include "formats/format.h"
 #include "ops/gemm_shape.h"
 
@@ -35,6 +36,7 @@ struct ScaledOperands {
   // NVFP4: the GEMM's epilogue alpha, multiplying the accumulated result (block_scaled_gemm.h); 1 otherwise.
   float alpha = 1;
   BlockCounters counters_a, counters_b;
+  BlockStats stats_a, stats_b;  // SQNR and scale exponents of each quantization (block_stats.h)
 };
 
 // Quantizes A and B along K with their schemes and lays them out for the model; `block` is each scheme's

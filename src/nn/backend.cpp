@@ -28,7 +28,8 @@ BackendKind parse_backend(std::string_view name) {
 }
 
 void Backend::block_scaled_gemm(const ops::GemmShape&, std::span<const float>, std::span<const float>,
-                                std::span<float>, const emu::BlockScaledGemmPolicy& policy, emu::CounterSet*) {
+                                std::span<float>, const emu::BlockScaledGemmPolicy& policy,
+                                emu::BlockScaledGemmCounters*) {
   std::string message = "the ";
   message += to_string(kind());
   message += " backend has no block-scaled GEMM (";

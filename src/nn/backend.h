@@ -49,12 +49,11 @@ class Backend {
 
   // A GEMM on block-scaled operands (emu/block_scaled_gemm.h), C in fp32. Only the emulator has it: the
   // others throw std::invalid_argument saying so (the trainer refuses such a recipe before it starts).
-  // Counter sites: "block-gemm.a" and "block-gemm.b" (the quantization: elements, inexact, saturated as
-  // overflow, underflow_to_zero, subnormal, nonfinite_in) and "block-gemm.accumulate" (the instructions, as
-  // gemm.accumulate under a tensor-core model).
+  // `counters` (nullptr: off) receives the quantizations' counts and statistics and the instructions' counts;
+  // nn/block_scaled_matmul.h turns them into counter sites and records.
   virtual void block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                                  std::span<float> c, const emu::BlockScaledGemmPolicy& policy,
-                                 emu::CounterSet* counters);
+                                 emu::BlockScaledGemmCounters* counters);
 
   virtual void conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,
                               std::span<float> y, const emu::GemmPolicy& policy, emu::CounterSet* counters) = 0;

@@ -44,7 +44,7 @@ std::vector<float> hadamard_along_rows(std::span<const float> x, std::size_t row
 // wgrad under the random Hadamard transform: dW = (H dy)^T (H x), H applied along the batch (K) of both.
 void hadamard_wgrad(Context& ctx, const emu::BlockScaledGemmPolicy& policy, const ops::GemmShape& shape,
                     std::span<const float> a, std::span<const float> b, std::span<float> c,
-                    emu::CounterSet* counters) {
+                    emu::BlockScaledGemmCounters* counters) {
   if (!shape.transpose_a || shape.transpose_b)
     throw std::invalid_argument("block-scaled wgrad: expects dy^T x with dy and x stored batch-major");
   const auto k = static_cast<std::size_t>(shape.k);
@@ -54,6 +54,28 @@ void hadamard_wgrad(Context& ctx, const emu::BlockScaledGemmPolicy& policy, cons
   ops::GemmShape s = shape;
   s.k = static_cast<int>(padded);
   ctx.backend().block_scaled_gemm(s, ha, hb, c, policy, counters);
+}
+
+// The GEMM's counts as counter sites of the training tensor (nn/tensor_counters.h), and each operand's
+// quantization shown to the recorders.
+void report(Context& ctx, std::string_view layer, BlockGemm gemm, std::string_view tensor,
+            const emu::BlockScaledGemmPolicy& policy, const emu::BlockScaledGemmCounters& n) {
+  std::string name(layer);
+  name += '.';
+  name += tensor;
+  TensorCounters counters(ctx, std::move(name));
+  if (emu::CounterSet* sites = counters.get()) {
+    emu::block_counters_into(n.a, sites->at("block-gemm.a"));
+    emu::block_counters_into(n.b, sites->at("block-gemm.b"));
+    emu::mma_counters_into(n.accumulate, sites->at("block-gemm.accumulate"));
+  }
+  StoreObserver* observer = ctx.observer();
+  if (!observer) return;
+  const std::string_view gemm_name = to_string(gemm);
+  const std::string a = std::string(gemm_name) + (gemm == BlockGemm::fprop ? ".x" : ".dy");
+  const std::string b = std::string(gemm_name) + (gemm == BlockGemm::wgrad ? ".x" : ".w");
+  observer->on_block_quantized(layer, a, ctx.pass(), policy.scheme_a, n.a, n.stats_a);
+  observer->on_block_quantized(layer, b, ctx.pass(), policy.scheme_b, n.b, n.stats_b);
 }
 
 }  // namespace
@@ -71,15 +93,13 @@ void block_scaled_matmul(Context& ctx, std::string_view layer, BlockGemm gemm, c
                          std::span<const float> a, std::span<const float> b, std::span<float> c,
                          std::string_view tensor) {
   const emu::BlockScaledGemmPolicy policy = policy_for(ctx, layer, gemm);
-  std::string name(layer);
-  name += '.';
-  name += tensor;
-  TensorCounters counters(ctx, std::move(name));
-  if (gemm == BlockGemm::wgrad && ctx.precision().block_scaling->wgrad_hadamard) {
-    hadamard_wgrad(ctx, policy, shape, a, b, c, counters.get());
-    return;
-  }
-  ctx.backend().block_scaled_gemm(shape, a, b, c, policy, counters.get());
+  const bool observed = ctx.counters() || ctx.observer();
+  emu::BlockScaledGemmCounters n;
+  if (gemm == BlockGemm::wgrad && ctx.precision().block_scaling->wgrad_hadamard)
+    hadamard_wgrad(ctx, policy, shape, a, b, c, observed ? &n : nullptr);
+  else
+    ctx.backend().block_scaled_gemm(shape, a, b, c, policy, observed ? &n : nullptr);
+  if (observed) report(ctx, layer, gemm, tensor, policy, n);
 }
 
 }  // namespace mpverify::nn

@@ -30,7 +30,8 @@ enum class BlockGemm { fprop, dgrad, wgrad };
 std::string_view to_string(BlockGemm g);
 
 // c = op(a) op(b) per `shape`, as `gemm` of `layer` (see above); the counters go to the training tensor
-// `tensor` ("fc1.y", "fc1.dx", "fc1.dw": nn/tensor_counters.h). The caller checks
+// `tensor` ("fc1.y", "fc1.dx", "fc1.dw": nn/tensor_counters.h), and each operand's quantization to the store
+// observer (StoreObserver::on_block_quantized: counts, SQNR, scale exponents). The caller checks
 // ctx.precision().block_scaled(layer) first.
 void block_scaled_matmul(Context& ctx, std::string_view layer, BlockGemm gemm, const ops::GemmShape& shape,
                          std::span<const float> a, std::span<const float> b, std::span<float> c,

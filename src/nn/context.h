@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "emu/block_stats.h"
 #include "emu/counters.h"
 #include "emu/rounding_key.h"
 #include "formats/format.h"
@@ -50,6 +51,11 @@ class StoreObserver {
   virtual void on_store(std::string_view layer, std::string_view tensor, Role role, Pass pass,
                         std::span<const float> exact, std::span<const float> stored,
                         const formats::Format& format) = 0;
+  // A block-scaled GEMM quantized one of its operands (nn/block_scaled_matmul.h): `operand` is the GEMM and
+  // the tensor ("fprop.x", "fprop.w", "dgrad.dy", "dgrad.w", "wgrad.dy", "wgrad.x"). Default: nothing.
+  virtual void on_block_quantized(std::string_view /*layer*/, std::string_view /*operand*/, Pass /*pass*/,
+                                  const emu::BlockScheme& /*scheme*/, const emu::BlockCounters& /*counters*/,
+                                  const emu::BlockStats& /*stats*/) {}
 };
 
 class Context {

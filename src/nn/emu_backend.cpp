@@ -10,13 +10,8 @@ void EmuBackend::gemm(const ops::GemmShape& shape, std::span<const float> a, std
 
 void EmuBackend::block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                                    std::span<float> c, const emu::BlockScaledGemmPolicy& policy,
-                                   emu::CounterSet* counters) {
-  emu::BlockScaledGemmCounters n;
-  emu::block_scaled_gemm(shape, a, b, c, policy, counters ? &n : nullptr);
-  if (!counters) return;
-  emu::block_counters_into(n.a, counters->at("block-gemm.a"));
-  emu::block_counters_into(n.b, counters->at("block-gemm.b"));
-  emu::mma_counters_into(n.accumulate, counters->at("block-gemm.accumulate"));
+                                   emu::BlockScaledGemmCounters* counters) {
+  emu::block_scaled_gemm(shape, a, b, c, policy, counters);
 }
 
 void EmuBackend::conv2d_forward(const ops::Conv2dShape& shape, std::span<const float> x, std::span<const float> wgt,

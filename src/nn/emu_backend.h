@@ -11,7 +11,7 @@ class EmuBackend final : public Backend {
 #include "nn/backend_overrides.inc"
   void block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                          std::span<float> c, const emu::BlockScaledGemmPolicy& policy,
-                         emu::CounterSet* counters) override;
+                         emu::BlockScaledGemmCounters* counters) override;
 };
 
 }  // namespace mpverify::nn

@@ -34,13 +34,49 @@ void StepRecorder::begin_step(std::size_t step, bool keep_records, bool histogra
   histograms_ = histograms;
   gradients_ = {};
   activations_ = {};
+  blocks_ = {};
   tensor_lines_.clear();
   histogram_lines_.clear();
+  block_lines_.clear();
 }
 
 void StepRecorder::on_store(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
                             std::span<const float> exact, std::span<const float>, const formats::Format& format) {
   record(layer, tensor, role, pass, exact, format);
+}
+
+void StepRecorder::on_block_quantized(std::string_view layer, std::string_view operand, nn::Pass pass,
+                                      const emu::BlockScheme& scheme, const emu::BlockCounters& counters,
+                                      const emu::BlockStats& stats) {
+  blocks_.elements += counters.elements;
+  blocks_.saturated += counters.saturated;
+  blocks_.nonzero += stats.nonzero_in;
+  blocks_.underflow_to_zero += counters.underflow_to_zero;
+  blocks_.stats += stats;
+  const double sqnr = stats.sqnr_db();
+  if (sqnr < blocks_.worst_sqnr_db) blocks_.worst_sqnr_db = sqnr;
+  if (!keep_) return;
+  nlohmann::json exponents = nlohmann::json::object();
+  for (const auto& [exponent, blocks] : stats.scale_exponents) exponents[std::to_string(exponent)] = blocks;
+  auto rate = [](std::uint64_t n, std::uint64_t d) { return d ? static_cast<double>(n) / static_cast<double>(d) : 0.0; };
+  block_lines_.push_back({{"step", step_},
+                          {"layer", layer},
+                          {"operand", operand},
+                          {"pass", nn::to_string(pass)},
+                          {"scheme", scheme.name},
+                          {"elements", counters.elements},
+                          {"blocks", counters.blocks},
+                          {"saturated", counters.saturated},
+                          {"saturation_rate", rate(counters.saturated, counters.elements)},
+                          {"nonzero_in", stats.nonzero_in},
+                          {"underflow_to_zero", counters.underflow_to_zero},
+                          {"underflow_rate", rate(counters.underflow_to_zero, stats.nonzero_in)},
+                          {"subnormal", counters.subnormal},
+                          {"scales_clamped", counters.scales_clamped},
+                          {"nonfinite_in", counters.nonfinite_in},
+                          {"sqnr_db", number_or_null(sqnr)},
+                          {"scale_exponents", std::move(exponents)},
+                          {"zero_scales", stats.zero_scales}});
 }
 
 void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,

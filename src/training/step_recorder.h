@@ -18,12 +18,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "emu/block_stats.h"
 #include "formats/format.h"
 #include "nn/context.h"
 
@@ -41,6 +43,14 @@ struct RateCounts {
   RateCounts& operator+=(const RateCounts& o);
 };
 
+// The block quantizations of a step (block-scaled recipes): summed over every operand of every GEMM.
+struct BlockRates {
+  std::uint64_t elements = 0, saturated = 0, nonzero = 0, underflow_to_zero = 0;
+  emu::BlockStats stats;               // signal and noise summed: the step's SQNR
+  double worst_sqnr_db = std::numeric_limits<double>::infinity();  // the lowest of one operand's
+  bool any() const { return elements > 0; }
+};
+
 class StepRecorder final : public nn::StoreObserver {
  public:
   explicit StepRecorder(formats::Format study_format) : study_(std::move(study_format)) {}
@@ -51,6 +61,11 @@ class StepRecorder final : public nn::StoreObserver {
   void on_store(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
                 std::span<const float> exact, std::span<const float> stored,
                 const formats::Format& format) override;
+  // A block-scaled GEMM's operand (blocks.jsonl): its saturation and underflow rates, SQNR against the
+  // fp32 values, and the histogram of its blocks' scale exponents.
+  void on_block_quantized(std::string_view layer, std::string_view operand, nn::Pass pass,
+                          const emu::BlockScheme& scheme, const emu::BlockCounters& counters,
+                          const emu::BlockStats& stats) override;
   // A tensor the trainer holds (weights, updates): measured as if stored in `format`.
   void record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
               std::span<const float> values, const formats::Format& format);
@@ -58,11 +73,13 @@ class StepRecorder final : public nn::StoreObserver {
   // Sums over the step's tensors: gradients (activation and weight) and activations.
   const RateCounts& gradients() const { return gradients_; }
   const RateCounts& activations() const { return activations_; }
+  const BlockRates& blocks() const { return blocks_; }
 
   // The step's per-tensor records (tensors.jsonl lines) and histograms
   // (histograms.jsonl lines), moved out.
   std::vector<nlohmann::json> take_tensor_lines() { return std::move(tensor_lines_); }
   std::vector<nlohmann::json> take_histogram_lines() { return std::move(histogram_lines_); }
+  std::vector<nlohmann::json> take_block_lines() { return std::move(block_lines_); }
 
   // The formats measured against so far, with their thresholds (for the summary).
   const nlohmann::json& thresholds() const { return thresholds_; }
@@ -72,7 +89,8 @@ class StepRecorder final : public nn::StoreObserver {
   std::size_t step_ = 0;
   bool keep_ = false, histograms_ = false;
   RateCounts gradients_, activations_;
-  std::vector<nlohmann::json> tensor_lines_, histogram_lines_;
+  BlockRates blocks_;
+  std::vector<nlohmann::json> tensor_lines_, histogram_lines_, block_lines_;
   nlohmann::json thresholds_ = nlohmann::json::object();
 };
 

@@ -128,6 +128,12 @@ class TeeObserver final : public nn::StoreObserver {
     if (a_) a_->on_store(layer, tensor, role, pass, exact, stored, format);
     if (b_) b_->on_store(layer, tensor, role, pass, exact, stored, format);
   }
+  void on_block_quantized(std::string_view layer, std::string_view operand, nn::Pass pass,
+                          const emu::BlockScheme& scheme, const emu::BlockCounters& counters,
+                          const emu::BlockStats& stats) override {
+    if (a_) a_->on_block_quantized(layer, operand, pass, scheme, counters, stats);
+    if (b_) b_->on_block_quantized(layer, operand, pass, scheme, counters, stats);
+  }
 
  private:
   nn::StoreObserver *a_, *b_;
@@ -770,6 +776,13 @@ void Trainer::log_step_rates(nlohmann::json& log) {
   log["overflow_rate"] = g.overflow_rate();
   log["activation_underflow_rate"] = a.underflow_rate();
   log["activation_overflow_rate"] = a.overflow_rate();
+  if (const BlockRates& b = recorder_.blocks(); b.any()) {
+    // Block-scaled recipes: every GEMM operand's quantization this step (blocks.jsonl has them one by one).
+    log["block_saturation_rate"] = rate(b.saturated, b.elements);
+    log["block_underflow_rate"] = rate(b.underflow_to_zero, b.nonzero);
+    log["block_sqnr_db"] = number_or_null(b.stats.sqnr_db());
+    log["block_sqnr_db_min"] = number_or_null(b.worst_sqnr_db);
+  }
   log["lost_update_rate"] = rate(m.lost_master.lost, m.lost_master.updates);
   log["lost_update_rate_without_master"] = rate(m.lost_without_master.lost, m.lost_without_master.updates);
   // The two ratio bounds around lost_update_rate_without_master (emu/lost_update.h): the share of updates
@@ -834,6 +847,8 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
   record::RunLog steps(out, 1, "steps.jsonl");
   record::RunLog tensors(out, 10, "tensors.jsonl");
   record::RunLog histograms(out, 10, "histograms.jsonl");
+  std::optional<record::RunLog> blocks;  // block-scaled recipes only
+  if (parse_recipe(config.recipe).precision.block_scaling) blocks.emplace(out, 10, "blocks.jsonl");
   const bool classifier = config.model != "dcgan";
   for (std::size_t i = 0; i < config.steps && !trainer.aborted(); ++i) {
     nlohmann::json line = trainer.step();
@@ -841,11 +856,14 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
       line["evaluation"] = trainer.evaluate().to_json();
     for (const nlohmann::json& t : trainer.take_tensor_lines()) tensors.append(t);
     for (const nlohmann::json& h : trainer.take_histogram_lines()) histograms.append(h);
+    for (nlohmann::json& b : trainer.take_block_lines())
+      if (blocks) blocks->append(b);
     steps.append(line);
     if (progress) progress(line);
   }
   tensors.flush();
   histograms.flush();
+  if (blocks) blocks->flush();
   steps.flush();
   nlohmann::json summary = trainer.summary();
   if (classifier) summary["evaluation"] = trainer.evaluate().to_json();
