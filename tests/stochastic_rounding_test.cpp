@@ -180,14 +180,20 @@ class GradientNames final : public mpverify::nn::StoreObserver {
   std::map<std::string, int> seen_;
 };
 
-// Every name a step of mlp, cnn and dcgan keys a rounding by (its gradients, and "PARAM.update" and
+// Every name a step of mlp, cnn, dcgan and transformer keys a rounding by (its gradients, and "PARAM.update" and
 // "PARAM.decay" per parameter), over 64 steps, gives a different stream: no two tensors, no two steps,
 // and no two stores of one tensor in a step (the DCGAN's discriminator, twice) share a random bit.
 TEST(TrainerStochasticRounding, NoTwoTensorsStepsOrStoresShareAStream) {
-  for (const char* model : {"mlp", "cnn", "dcgan"}) {
+  for (const char* model : {"mlp", "cnn", "dcgan", "transformer"}) {
     GradientNames names;
     TrainConfig c = small_mlp("fp32", 3);
     c.model = model;
+    if (c.model == "transformer") {
+      c.data = "kjv";
+      c.text_for_tests = std::string(2000, 'a');
+      c.context_length = 8;
+      c.test_size = 2;
+    }
     c.backend = mpverify::nn::BackendKind::ref;
     c.train_size = 64;
     c.batch_size = 8;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/kjv_text.h"
 #include "record/run_log.h"
 #include "formats/format.h"
 #include "support/run_command.h"
@@ -128,6 +129,28 @@ TEST(TrainCli, BlocksJsonlRecordsEveryOperandAndFloorScalesClipWhereRceilDoesNot
   }
   EXPECT_EQ(saturated["rceil"], 0u);
   EXPECT_GT(saturated["floor"], 0u);
+}
+
+// The transformer on the real text (Debian's bible-kjv-text), when it is installed.
+TEST(TrainCli, TheTransformerTrainsOnTheKingJamesText) {
+  if (!fs::exists(mpverify::data::kjv_default_file()))
+    GTEST_SKIP() << mpverify::data::kjv_default_file() << " is missing: " << mpverify::data::kjv_install_command();
+  const fs::path dir = fresh_dir("transformer");
+  const auto r = run_command(std::string(MPVERIFY_BIN) +
+                                 " train --model transformer --data kjv --recipe mxfp8 --backend emu --steps 2 "
+                                 "--batch-size 2 --context-length 32 --test-size 3 --quiet --out " + dir.string(),
+                             "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+  EXPECT_EQ(summary["config"]["model"], "transformer");
+  EXPECT_EQ(summary["config"]["train_size"], 3724065) << "the verses' train part, in tokens (data/char_text.h)";
+  EXPECT_EQ(summary["evaluation"]["test_size"], 3 * 32);
+  EXPECT_TRUE(fs::exists(dir / "blocks.jsonl"));
+  const auto wrong = run_command(std::string(MPVERIFY_BIN) + " train --model transformer --quiet --out " +
+                                     fresh_dir("transformer-bad").string(),
+                                 "", true);
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.out;
+  EXPECT_NE(wrong.out.find("--data kjv"), std::string::npos) << wrong.out;
 }
 
 TEST(TrainCli, TheSameSeedWritesTheSameStepLog) {
@@ -252,7 +275,7 @@ TEST(TrainCli, AMissingDataSetExitsWith2NamingThePathAndTheInstallCommand) {
   EXPECT_NE(r.out.find("apt-get install -y python3-sklearn"), std::string::npos) << r.out;
   r = run_command(train_on("--data imagenet --out " + dir.string()), "", true);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("synthetic, mnist and sklearn-digits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("synthetic, mnist, sklearn-digits and kjv"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir));
 }
 

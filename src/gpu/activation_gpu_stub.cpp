@@ -7,12 +7,14 @@
 
 namespace mpverify::gpu {
 
-void activation_gpu(const ops::ActivationParams&, std::span<const float>, std::span<float>) {
+void activation_gpu(const ops::ActivationParams& p, std::span<const float>, std::span<float>) {
+  refuse_gelu(p);
   throw std::runtime_error(gpu_unavailable_reason());
 }
 
-void activation_backward_gpu(const ops::ActivationParams&, std::span<const float>, std::span<const float>,
+void activation_backward_gpu(const ops::ActivationParams& p, std::span<const float>, std::span<const float>,
                              std::span<float>) {
+  refuse_gelu(p);
   throw std::runtime_error(gpu_unavailable_reason());
 }
 

@@ -30,9 +30,11 @@
 #include "emu/conv2d_emu.h"
 #include "emu/counters.h"
 #include "emu/gemm_emu.h"
+#include "emu/layer_norm_emu.h"
 #include "emu/loss_emu.h"
 #include "emu/max_pool_emu.h"
 #include "emu/optimizer_emu.h"
+#include "emu/softmax_emu.h"
 
 namespace mpverify::nn {
 
@@ -91,6 +93,24 @@ class Backend {
                                    std::span<const float> invstd, std::span<float> dx, std::span<float> dgamma,
                                    std::span<float> dbeta, const emu::BatchNormPolicy& policy,
                                    emu::CounterSet* counters) = 0;
+
+  // The transformer's ops (emu/layer_norm_emu.h, emu/softmax_emu.h; refs/layer_norm_ref.h, refs/softmax_ref.h):
+  // layer norm over the last dimension (mean and rstd per row saved for backward) and the row softmax
+  // (backward from its output y). ref and emu implement them; the default, which the gpu backend keeps,
+  // throws std::invalid_argument saying that the backend has no such kernel yet.
+  virtual void layer_norm(const ops::LayerNormShape& s, const ops::LayerNormParams& p, std::span<const float> x,
+                          std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
+                          std::span<float> mean, std::span<float> rstd, const emu::LayerNormPolicy& policy,
+                          emu::CounterSet* counters);
+  virtual void layer_norm_backward(const ops::LayerNormShape& s, std::span<const float> x, std::span<const float> dy,
+                                   std::span<const float> gamma, std::span<const float> mean,
+                                   std::span<const float> rstd, std::span<float> dx, std::span<float> dgamma,
+                                   std::span<float> dbeta, const emu::LayerNormPolicy& policy,
+                                   emu::CounterSet* counters);
+  virtual void softmax(const ops::SoftmaxShape& s, std::span<const float> x, std::span<float> y,
+                       const emu::SoftmaxPolicy& policy, emu::CounterSet* counters);
+  virtual void softmax_backward(const ops::SoftmaxShape& s, std::span<const float> y, std::span<const float> dy,
+                                std::span<float> dx, const emu::SoftmaxPolicy& policy, emu::CounterSet* counters);
 
   // The losses' gradients are of the mean loss with upstream gradient 1; the
   // caller multiplies them by the loss scale (in fp32) before storing them.

@@ -79,6 +79,31 @@ void EmuBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const
   emu::batch_norm_backward_emu(s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta, policy, counters);
 }
 
+void EmuBackend::layer_norm(const ops::LayerNormShape& s, const ops::LayerNormParams& p, std::span<const float> x,
+                            std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
+                            std::span<float> mean, std::span<float> rstd, const emu::LayerNormPolicy& policy,
+                            emu::CounterSet* counters) {
+  emu::layer_norm_emu(s, p, x, gamma, beta, y, mean, rstd, policy, counters);
+}
+
+void EmuBackend::layer_norm_backward(const ops::LayerNormShape& s, std::span<const float> x,
+                                     std::span<const float> dy, std::span<const float> gamma,
+                                     std::span<const float> mean, std::span<const float> rstd, std::span<float> dx,
+                                     std::span<float> dgamma, std::span<float> dbeta,
+                                     const emu::LayerNormPolicy& policy, emu::CounterSet* counters) {
+  emu::layer_norm_backward_emu(s, x, dy, gamma, mean, rstd, dx, dgamma, dbeta, policy, counters);
+}
+
+void EmuBackend::softmax(const ops::SoftmaxShape& s, std::span<const float> x, std::span<float> y,
+                         const emu::SoftmaxPolicy& policy, emu::CounterSet* counters) {
+  emu::softmax_emu(s, x, y, policy, counters);
+}
+
+void EmuBackend::softmax_backward(const ops::SoftmaxShape& s, std::span<const float> y, std::span<const float> dy,
+                                  std::span<float> dx, const emu::SoftmaxPolicy& policy, emu::CounterSet* counters) {
+  emu::softmax_backward_emu(s, y, dy, dx, policy, counters);
+}
+
 float EmuBackend::softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,
                                         std::span<const std::int32_t> labels, const emu::LossPolicy& policy,
                                         emu::CounterSet* counters) {

@@ -9,9 +9,13 @@
 #include "nn/batch_norm_layer.h"
 #include "nn/conv2d_layer.h"
 #include "nn/conv_transpose2d.h"
+#include "nn/embedding.h"
+#include "nn/layer_norm_layer.h"
 #include "nn/linear.h"
 #include "nn/max_pool_layer.h"
+#include "nn/positional_embedding.h"
 #include "nn/reshape.h"
+#include "nn/transformer_block.h"
 
 namespace mpverify::nn {
 
@@ -76,6 +80,35 @@ Sequential make_cnn(int channels, int height, int width, int classes, std::uint6
   m.add<MaxPool2d>("pool2", 2, 2);
   m.add<Linear>("fc", 16 * (height / 2 / 2) * (width / 2 / 2), classes, seed, stream_of(m.size()));
   return m;
+}
+
+Sequential make_transformer(int vocab, int context_length, int d_model, int heads, int layers, std::uint64_t seed) {
+  require_positive({{"vocab", vocab}, {"context_length", context_length}, {"d_model", d_model}, {"heads", heads},
+                    {"layers", layers}},
+                   "make_transformer");
+  if (d_model % heads != 0) {
+    std::string message = "make_transformer: heads (";
+    message += std::to_string(heads);
+    message += ") must divide d_model (";
+    message += std::to_string(d_model);
+    message += ")";
+    throw std::invalid_argument(message);
+  }
+  Sequential m("transformer");
+  m.add<Embedding>("tok_emb", vocab, d_model, seed, stream_of(m.size()));
+  m.add<PositionalEmbedding>("pos_emb", context_length, d_model, seed, stream_of(m.size()));
+  for (int i = 0; i < layers; ++i) {
+    std::string block = "h";
+    block += std::to_string(i);
+    m.add<TransformerBlock>(block, d_model, heads, context_length, seed, stream_of(m.size()));
+  }
+  m.add<LayerNorm>("ln_f", d_model);
+  m.add<Linear>("head", d_model, vocab, seed, stream_of(m.size()));
+  return m;
+}
+
+Sequential make_transformer(int vocab, int context_length, std::uint64_t seed) {
+  return make_transformer(vocab, context_length, kTransformerDModel, kTransformerHeads, kTransformerLayers, seed);
 }
 
 Dcgan make_dcgan(int image_size, int latent, std::uint64_t seed) {

@@ -14,6 +14,16 @@
 //      discriminator: d.conv1 (1 -> 32, 4x4, stride 2, pad 1: 4b -> 2b),
 //                 d.lrelu1 (slope 0.2), d.conv2 (32 -> 64: 2b -> b), d.bn2,
 //                 d.lrelu2, d.fc (64 b b -> 1): a logit (BCE with logits).
+//  - Transformer (a character-level language model, GPT-2's layout without
+//    dropout): tok_emb (nn::Embedding, vocab -> d), pos_emb
+//    (nn::PositionalEmbedding, T = context_length positions), blocks h0 ..
+//    h{layers-1} (nn::TransformerBlock: pre-LN causal self-attention with
+//    `heads` heads, and a GELU MLP of width 4 d), ln_f (nn::LayerNorm), head
+//    (nn::Linear d -> vocab, with bias), the model's last matrix layer.
+//    Its input is B*T x 1 token ids held as floats (nn/embedding.h), B
+//    sequences of exactly T tokens one after the other; its logits B*T x vocab,
+//    row b T + t predicting the token after position t of sequence b. The
+//    nested matrix layers are listed by nn::matrix_layer_names (nn/matrix_layers.h).
 // Every model's logits are n x classes x 1 x 1 (n x 1 for the discriminator).
 #pragma once
 
@@ -33,6 +43,15 @@ Sequential make_mlp(int channels, int height, int width, int classes, std::uint6
 
 // Throws std::invalid_argument unless height and width are >= 4 (two poolings).
 Sequential make_cnn(int channels, int height, int width, int classes, std::uint64_t seed);
+
+inline constexpr int kTransformerDModel = 64;
+inline constexpr int kTransformerHeads = 4;
+inline constexpr int kTransformerLayers = 2;
+
+// Throws std::invalid_argument for a size < 1, or unless heads divides d_model.
+Sequential make_transformer(int vocab, int context_length, int d_model, int heads, int layers, std::uint64_t seed);
+// d_model 64, 4 heads, 2 layers.
+Sequential make_transformer(int vocab, int context_length, std::uint64_t seed);
 
 struct Dcgan {
   Sequential generator, discriminator;

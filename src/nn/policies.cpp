@@ -52,6 +52,23 @@ emu::BatchNormPolicy batch_norm_policy(const Precision& p) {
   return policy;
 }
 
+emu::LayerNormPolicy layer_norm_policy(const Precision& p) {
+  emu::LayerNormPolicy policy;
+  policy.input = p.elementwise;
+  policy.output = Precision::fp32();
+  policy.statistics = p.norm_statistics;
+  policy.parameters = p.norm_parameters;
+  return policy;
+}
+
+emu::SoftmaxPolicy softmax_policy(const Precision& p) {
+  emu::SoftmaxPolicy policy;
+  policy.input = p.elementwise;
+  policy.output = Precision::fp32();
+  policy.accumulate = Precision::fp32();
+  return policy;
+}
+
 emu::LossPolicy loss_policy(const Precision& p) {
   emu::LossPolicy policy;
   policy.input = p.loss_input;

@@ -27,6 +27,13 @@ emu::MaxPoolPolicy max_pool_policy(const Precision& p);
 // Batch norm: x and dy in the element-wise format, statistics and
 // parameters in their formats.
 emu::BatchNormPolicy batch_norm_policy(const Precision& p);
+// Layer norm: x and dy in the element-wise format, statistics and parameters
+// in their formats (norm_statistics, norm_parameters: fp32 in every recipe's
+// table, as frameworks compute LayerNorm in fp32 for fp16 and bf16 inputs).
+emu::LayerNormPolicy layer_norm_policy(const Precision& p);
+// Softmax (attention's): inputs in the element-wise format, x - max, exp and
+// the sums in fp32 always (frameworks' softmax computes in fp32).
+emu::SoftmaxPolicy softmax_policy(const Precision& p);
 // Losses: logits in loss_input, sums in loss_accumulate.
 emu::LossPolicy loss_policy(const Precision& p);
 

@@ -11,8 +11,10 @@
 #include "refs/bias_add_ref.h"
 #include "refs/conv2d_ref.h"
 #include "refs/gemm_ref.h"
+#include "refs/layer_norm_ref.h"
 #include "refs/loss_ref.h"
 #include "refs/max_pool_ref.h"
+#include "refs/softmax_ref.h"
 
 namespace mpverify::nn {
 
@@ -123,6 +125,35 @@ void RefBackend::batch_norm_backward(const ops::ChannelShape& s, std::span<const
                                      std::span<float> dbeta, const emu::BatchNormPolicy& policy, emu::CounterSet*) {
   require_fp32({&policy.input, &policy.output, &policy.statistics, &policy.parameters}, "batch_norm_backward");
   refs::batch_norm_backward_ref(s, x, dy, gamma, mean, invstd, dx, dgamma, dbeta);
+}
+
+void RefBackend::layer_norm(const ops::LayerNormShape& s, const ops::LayerNormParams& p, std::span<const float> x,
+                            std::span<const float> gamma, std::span<const float> beta, std::span<float> y,
+                            std::span<float> mean, std::span<float> rstd, const emu::LayerNormPolicy& policy,
+                            emu::CounterSet*) {
+  require_fp32({&policy.input, &policy.output, &policy.statistics, &policy.parameters}, "layer_norm");
+  refs::layer_norm_ref(s, p, x, gamma, beta, y, mean, rstd);
+}
+
+void RefBackend::layer_norm_backward(const ops::LayerNormShape& s, std::span<const float> x,
+                                     std::span<const float> dy, std::span<const float> gamma,
+                                     std::span<const float> mean, std::span<const float> rstd, std::span<float> dx,
+                                     std::span<float> dgamma, std::span<float> dbeta,
+                                     const emu::LayerNormPolicy& policy, emu::CounterSet*) {
+  require_fp32({&policy.input, &policy.output, &policy.statistics, &policy.parameters}, "layer_norm_backward");
+  refs::layer_norm_backward_ref(s, x, dy, gamma, mean, rstd, dx, dgamma, dbeta);
+}
+
+void RefBackend::softmax(const ops::SoftmaxShape& s, std::span<const float> x, std::span<float> y,
+                         const emu::SoftmaxPolicy& policy, emu::CounterSet*) {
+  require_fp32({&policy.input, &policy.output, &policy.accumulate}, "softmax");
+  refs::softmax_ref(s, x, y);
+}
+
+void RefBackend::softmax_backward(const ops::SoftmaxShape& s, std::span<const float> y, std::span<const float> dy,
+                                  std::span<float> dx, const emu::SoftmaxPolicy& policy, emu::CounterSet*) {
+  require_fp32({&policy.input, &policy.output, &policy.accumulate}, "softmax_backward");
+  refs::softmax_backward_ref(s, y, dy, dx);
 }
 
 float RefBackend::softmax_cross_entropy(const ops::SoftmaxCrossEntropyShape& s, std::span<const float> logits,

@@ -10,6 +10,7 @@ class RefBackend final : public Backend {
  public:
   BackendKind kind() const override { return BackendKind::ref; }
 #include "nn/backend_overrides.inc"
+#include "nn/backend_row_ops.inc"
 };
 
 }  // namespace mpverify::nn

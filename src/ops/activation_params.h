@@ -7,7 +7,8 @@
 
 namespace mpverify::ops {
 
-enum class Activation { relu, leaky_relu, tanh, sigmoid };
+// gelu: PyTorch's exact erf form, 0.5 x (1 + erf(x / sqrt 2)) (ops/gelu_fp64.h).
+enum class Activation { relu, leaky_relu, tanh, sigmoid, gelu };
 std::string_view to_string(Activation a);
 std::optional<Activation> parse_activation(std::string_view name);
 

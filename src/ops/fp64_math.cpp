@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/gelu_fp64.h"
+
 namespace mpverify::ops {
 
 double activation_fp64(const ActivationParams& p, double x) {
@@ -13,6 +15,7 @@ double activation_fp64(const ActivationParams& p, double x) {
     // 1 / (1 + e^-x) loses nothing for x >= 0; for x < 0 write it as
     // e^x / (1 + e^x) so that tiny results keep their relative accuracy.
     case Activation::sigmoid: return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+    case Activation::gelu: return gelu_fp64(x);
   }
   return NAN;
 }
@@ -33,6 +36,7 @@ double activation_derivative_fp64(const ActivationParams& p, double x) {
       const double e = std::exp(-std::fabs(x));
       return e / ((1.0 + e) * (1.0 + e));
     }
+    case Activation::gelu: return gelu_derivative_fp64(x);
   }
   return NAN;
 }

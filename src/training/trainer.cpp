@@ -9,8 +9,7 @@
 #include "data/random.h"
 #include "data/sklearn_digits.h"
 #include "data/synthetic_digits.h"
-#include "nn/conv2d_layer.h"
-#include "nn/linear.h"
+#include "nn/matrix_layers.h"
 #include "nn/models.h"
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
@@ -19,6 +18,7 @@
 #include "io/npy.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
+#include "training/text_task.h"
 #include "training/unscale.h"
 
 namespace mpverify::training {
@@ -143,6 +143,7 @@ struct Trainer::Impl {
   std::unique_ptr<TeeObserver> tee;
   data::Split data;
   std::unique_ptr<data::BatchIterator> batches;
+  std::unique_ptr<TextTask> text;  // the transformer's batches and held-out windows
   std::unique_ptr<nn::Backend> backend;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<nn::Context> ctx;
@@ -177,12 +178,31 @@ Trainer::Trainer(TrainConfig config)
   check_model_options();
 }
 
+// The transformer and its text go together.
+void Trainer::check_text_settings() const {
+  const bool transformer = config_.model == "transformer", text = config_.data == "kjv";
+  if (transformer && !text)
+    bad_config("--model transformer is a character-level language model: train it on --data kjv (the King James "
+               "verses of Debian's bible-kjv-text)");
+  if (text && !transformer) bad_config("--data kjv is text: --model transformer reads it");
+  if (transformer && config_.context_length < 1) bad_config("--context-length must be at least 1");
+  if (transformer && config_.input_scale != 1.0)
+    bad_config("input_scale: only the classifiers (mlp, cnn) scale their input images");
+  if (transformer && config_.backend == nn::BackendKind::gpu && !config_.backend_factory)
+    bad_config("--backend gpu: the gpu backend has no layer norm, softmax or GELU kernel yet, so it cannot run the "
+               "transformer; use --backend emu or ref");
+  if (transformer && config_.against_reference)
+    bad_config("--against ref compares the image classifiers' gradients; it is not available for the transformer");
+}
+
 // The settings that need nothing built (std::invalid_argument names the bad one).
 void Trainer::check_settings() const {
-  if (config_.data != "synthetic" && config_.data != "mnist" && config_.data != "sklearn-digits")
-    bad_config("--data " + config_.data + ": the data sets are synthetic, mnist and sklearn-digits");
-  if (config_.model != "mlp" && config_.model != "cnn" && config_.model != "dcgan")
-    bad_config("--model " + config_.model + ": the models are mlp, cnn and dcgan");
+  if (config_.data != "synthetic" && config_.data != "mnist" && config_.data != "sklearn-digits" &&
+      config_.data != "kjv")
+    bad_config("--data " + config_.data + ": the data sets are synthetic, mnist, sklearn-digits and kjv");
+  if (config_.model != "mlp" && config_.model != "cnn" && config_.model != "dcgan" && config_.model != "transformer")
+    bad_config("--model " + config_.model + ": the models are mlp, cnn, dcgan and transformer");
+  check_text_settings();
   if (config_.samples > 0 && config_.model != "dcgan")
     bad_config("--samples: only the dcgan run generates images (the classifiers are evaluated on the test split)");
   if (config_.batch_size < 2) bad_config("--batch-size must be at least 2 (batch norm needs two examples)");
@@ -260,6 +280,13 @@ void Trainer::make_context() {
 // The data set (its train and test sets cut to the configured sizes) and the batches.
 void Trainer::load_data() {
   Impl& m = *impl_;
+  if (config_.data == "kjv") {
+    data::CharText text = config_.text_for_tests ? data::char_text_from_string(*config_.text_for_tests, "test text")
+                                                 : data::load_kjv_char_text(config_.data_dir);
+    m.text = std::make_unique<TextTask>(std::move(text), config_.batch_size, config_.context_length,
+                                        config_.test_size, config_.seed);
+    return;
+  }
   if (config_.data == "synthetic") {
     data::SyntheticOptions so;
     so.seed = config_.seed;
@@ -285,12 +312,10 @@ void Trainer::load_data() {
 
 namespace {
 
-// BlockScaling::high_precision_last as names: the model's last that-many matrix layers (Linear, Conv2d).
+// BlockScaling::high_precision_last as names: the model's last that-many matrix layers (Linear, Conv2d, nested
+// ones included, in model order).
 void keep_last_layers_high(const nn::Sequential& model, nn::BlockScaling& b) {
-  std::vector<std::string> matrix_layers;
-  for (const auto& layer : model.layers())
-    if (dynamic_cast<const nn::Linear*>(layer.get()) || dynamic_cast<const nn::Conv2d*>(layer.get()))
-      matrix_layers.push_back(layer->name());
+  const std::vector<std::string> matrix_layers = nn::matrix_layer_names(model);
   const std::size_t keep = std::min(matrix_layers.size(), static_cast<std::size_t>(b.high_precision_last));
   b.high_precision_layers.assign(matrix_layers.end() - static_cast<std::ptrdiff_t>(keep), matrix_layers.end());
 }
@@ -305,7 +330,9 @@ void Trainer::make_models() {
     return config_.model == "mlp" ? nn::make_mlp(d.channels, d.height, d.width, d.classes, config_.seed)
                                   : nn::make_cnn(d.channels, d.height, d.width, d.classes, config_.seed);
   };
-  if (config_.model == "mlp" || config_.model == "cnn") m.model.emplace(classifier());
+  if (config_.model == "transformer")
+    m.model.emplace(nn::make_transformer(data::kCharVocab, static_cast<int>(config_.context_length), config_.seed));
+  else if (config_.model == "mlp" || config_.model == "cnn") m.model.emplace(classifier());
   else m.gan.emplace(nn::make_dcgan(d.height, nn::kDcganLatent, config_.seed));
 
   if (config_.against_reference) {
@@ -370,7 +397,7 @@ Evaluation Trainer::evaluate() {
   nn::Sequential& model = classifier();
   const data::Dataset& test = m.data.test;
   Evaluation e;
-  e.test_size = test.size();
+  e.test_size = m.text ? m.text->test_window_count() * m.text->context() : test.size();
   if (aborted_) {
     e.diverged = true;
     e.reason = "the run aborted";
@@ -384,7 +411,7 @@ Evaluation Trainer::evaluate() {
         break;
       }
   }
-  if (test.size() == 0 || e.diverged) {
+  if (e.test_size == 0 || e.diverged) {
     e.test_loss = std::nan("");
     return e;
   }
@@ -394,30 +421,44 @@ Evaluation Trainer::evaluate() {
   model.cast_weights(precision);
   model.set_training(false);
   double loss_sum = 0;
-  const emu::LossPolicy loss_policy = nn::loss_policy(precision);
-  for (std::size_t first = 0; first < test.size(); first += kEvaluationChunk) {
+  if (m.text) {
+    // Whole windows, about kEvaluationChunk tokens at a time.
+    data::CharEvalWindows windows = m.text->test_windows(std::max<std::size_t>(1, kEvaluationChunk / m.text->context()));
+    while (windows.has_next()) {
+      TokenBatch t = token_batch(windows.next());
+      evaluate_chunk(model, ctx, t.x, t.labels, e, loss_sum);
+    }
+  }
+  for (std::size_t first = 0; !m.text && first < test.size(); first += kEvaluationChunk) {
     const std::size_t count = std::min(kEvaluationChunk, test.size() - first);
     nn::Tensor x(static_cast<int>(count), test.channels, test.height, test.width);
     const auto images = std::span<const float>(test.images).subspan(first * test.image_size(), count * test.image_size());
     std::copy(images.begin(), images.end(), x.values.begin());
     scale_inputs(x.values);
-    const auto labels = std::span<const std::int32_t>(test.labels).subspan(first, count);
-    const nn::Tensor logits = model.forward(ctx, x);
-    for (float v : logits.values)
-      if (!std::isfinite(v) && !e.diverged) {
-        e.diverged = true;
-        e.reason = "a test logit is not finite";
-      }
-    const ops::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
-    loss_sum += static_cast<double>(m.backend->softmax_cross_entropy(shape, logits.span(), labels, loss_policy, nullptr)) *
-                static_cast<double>(count);
-    for (std::size_t i = 0; i < count; ++i)
-      e.correct += static_cast<std::int32_t>(argmax_row(std::span<const float>(logits.values).subspan(
-                       i * static_cast<std::size_t>(logits.c), static_cast<std::size_t>(logits.c)))) == labels[i];
+    evaluate_chunk(model, ctx, x, std::span<const std::int32_t>(test.labels).subspan(first, count), e, loss_sum);
   }
   model.set_training(true);
-  e.test_loss = loss_sum / static_cast<double>(test.size());
+  e.test_loss = loss_sum / static_cast<double>(e.test_size);
   return e;
+}
+
+// One chunk of the held-out set through the model: its loss (summed, weighted by its size) and correct rows.
+void Trainer::evaluate_chunk(nn::Sequential& model, nn::Context& ctx, nn::Tensor& x,
+                             std::span<const std::int32_t> labels, Evaluation& e, double& loss_sum) {
+  const nn::Tensor logits = model.forward(ctx, x);
+  for (float v : logits.values)
+    if (!std::isfinite(v) && !e.diverged) {
+      e.diverged = true;
+      e.reason = "a test logit is not finite";
+    }
+  const ops::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
+  const emu::LossPolicy loss_policy = nn::loss_policy(ctx.precision());
+  loss_sum += static_cast<double>(impl_->backend->softmax_cross_entropy(shape, logits.span(), labels, loss_policy,
+                                                                        nullptr)) *
+              static_cast<double>(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    e.correct += static_cast<std::int32_t>(argmax_row(std::span<const float>(logits.values).subspan(
+                     i * static_cast<std::size_t>(logits.c), static_cast<std::size_t>(logits.c)))) == labels[i];
 }
 
 std::vector<float> Trainer::generate(std::size_t n, std::uint64_t seed) {
@@ -578,12 +619,25 @@ void Trainer::cast_and_record_weights() {
 
 void Trainer::classifier_step(nlohmann::json& log) {
   Impl& m = *impl_;
-  nn::Context& ctx = *m.ctx;
+  if (m.text) {
+    TokenBatch t = m.text->next();
+    classifier_step_on(t.x, t.labels, nullptr, log);
+    return;
+  }
   const data::Batch batch = m.batches->next();
   const data::Dataset& d = m.data.train;
   nn::Tensor x(static_cast<int>(batch.size()), d.channels, d.height, d.width);
   std::copy(batch.images.begin(), batch.images.end(), x.values.begin());
   scale_inputs(x.values);
+  classifier_step_on(x, batch.labels, &batch, log);
+}
+
+// One step on a batch: x and its labels (the transformer: one label per token); `batch` is the image batch,
+// for the reference (--against ref), or null.
+void Trainer::classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> labels, const data::Batch* batch,
+                                 nlohmann::json& log) {
+  Impl& m = *impl_;
+  nn::Context& ctx = *m.ctx;
   const double scale = m.scaler->scale();
   ctx.set_loss_scale(scale);
   cast_and_record_weights();
@@ -592,17 +646,17 @@ void Trainer::classifier_step(nlohmann::json& log) {
   nn::Tensor logits = m.model->forward(ctx, x);
   const ops::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
   const float loss =
-      m.backend->softmax_cross_entropy(shape, logits.span(), batch.labels, nn::loss_policy(recipe_.precision),
+      m.backend->softmax_cross_entropy(shape, logits.span(), labels, nn::loss_policy(recipe_.precision),
                                        ctx.counters());
   if (!std::isfinite(loss)) ctx.note_nonfinite("loss", "loss", 1);
   std::size_t correct = 0;
   for (int i = 0; i < logits.n; ++i)
     correct += static_cast<std::int32_t>(argmax_row(std::span<const float>(logits.values).subspan(
-                   static_cast<std::size_t>(i) * logits.c, static_cast<std::size_t>(logits.c)))) == batch.labels[i];
+                   static_cast<std::size_t>(i) * logits.c, static_cast<std::size_t>(logits.c)))) == labels[i];
 
   ctx.set_pass(nn::Pass::backward);
   nn::Tensor dlogits(logits.n, logits.c);
-  m.backend->softmax_cross_entropy_backward(shape, logits.span(), batch.labels, dlogits.span(),
+  m.backend->softmax_cross_entropy_backward(shape, logits.span(), labels, dlogits.span(),
                                             nn::loss_policy(recipe_.precision), ctx.counters());
   const float s32 = static_cast<float>(scale);
   for (float& v : dlogits.values) v = v * s32;
@@ -610,12 +664,12 @@ void Trainer::classifier_step(nlohmann::json& log) {
   m.model->backward(ctx, dlogits, false);
 
   nlohmann::json reference;
-  if (m.reference) reference = reference_step(x, batch, shape, loss);
+  if (m.reference) reference = reference_step(x, *batch, shape, loss);
   const UpdateResult r = update(m.model->parameters());
   // (the reference comparison reads the unscaled gradients, so it follows the update's unscale)
   if (m.reference) compare_with_reference(reference);
   log["loss"] = number_or_null(loss);
-  log["accuracy"] = static_cast<double>(correct) / static_cast<double>(batch.size());
+  log["accuracy"] = static_cast<double>(correct) / static_cast<double>(labels.size());
   log["scale"] = r.scaler.scale_used;
   log["skipped"] = r.scaler.skipped;
   log["found_inf"] = r.found_inf;
@@ -821,6 +875,13 @@ nlohmann::json Trainer::summary() const {
                            {"recorders", config_.recorders},
                            {"record_every", config_.record_every}};
   if (config_.input_scale != 1.0) config["input_scale"] = config_.input_scale;
+  if (impl_->text) {
+    // The transformer: sizes in tokens (the train part's, and the held-out windows' predictions).
+    config["train_size"] = impl_->text->train_tokens();
+    config["test_size"] = impl_->text->test_window_count() * impl_->text->context();
+    config["context_length"] = config_.context_length;
+    config.erase("image_size");
+  }
   if (config_.optimizer == OptimizerKind::sgd)
     config["sgd"] = {{"lr", config_.sgd.lr}, {"momentum", config_.sgd.momentum},
                      {"weight_decay", config_.sgd.weight_decay}, {"nesterov", config_.sgd.nesterov}};

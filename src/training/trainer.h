@@ -73,17 +73,24 @@ struct FinalEvaluation {
 };
 
 struct TrainConfig {
-  std::string model = "mlp";     // mlp, cnn, dcgan
+  std::string model = "mlp";     // mlp, cnn, dcgan, transformer (training/text_task.h)
   // synthetic (data/synthetic_digits.h, 28 x 28, drawn from the run's seed),
   // mnist (data/mnist.h, 28 x 28) or sklearn-digits (data/sklearn_digits.h,
   // 8 x 8). The real sets use their fixed split (the same for every seed).
+  // kjv (data/char_text.h: the King James verses of Debian's bible-kjv-text) is the transformer's text, and
+  // the transformer's only data.
   std::string data = "synthetic";
   std::filesystem::path data_dir;  // the real set's files; empty: the loader's default
   // Synthetic: the sizes drawn. Real: at most this many examples of the
   // split's (shuffled) train and test sets are used (MNIST 8000 / 2000,
   // sklearn-digits 1437 / 360).
+  // The transformer uses the text's whole train part, and at most test_size held-out windows.
   std::size_t train_size = 8000;
   std::size_t test_size = 2000;
+  // The transformer: tokens per window (its context length; a batch is batch_size windows).
+  std::size_t context_length = 64;
+  // Tests only: this text in place of the bible-kjv-text file (data::char_text_from_string).
+  std::optional<std::string> text_for_tests;
   // The classifiers' input images (training batches and test chunks; the
   // data sets themselves stay in [0, 1]) multiplied by this factor in fp32
   // as they enter the model: a model made to overflow on purpose (the
@@ -198,6 +205,7 @@ class Trainer {
   void scale_inputs(std::span<float> images) const;  // config_.input_scale
   // The pieces of the constructor, in its order.
   void check_settings() const;
+  void check_text_settings() const;
   void make_scaler_and_backend();
   void install_operand_scaling();
   void make_context();
@@ -207,6 +215,10 @@ class Trainer {
   // The pieces of step(), in its order.
   struct UpdateResult;
   void classifier_step(nlohmann::json& log);
+  void classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> labels, const data::Batch* batch,
+                          nlohmann::json& log);
+  void evaluate_chunk(nn::Sequential& model, nn::Context& ctx, nn::Tensor& x, std::span<const std::int32_t> labels,
+                      Evaluation& e, double& loss_sum);
   void cast_and_record_weights();
   nlohmann::json reference_step(const nn::Tensor& x, const data::Batch& batch,
                                 const ops::SoftmaxCrossEntropyShape& shape, float loss);

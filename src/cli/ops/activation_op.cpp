@@ -1,5 +1,6 @@
-// `ops --op relu|leaky-relu|tanh|sigmoid[-backward]`: refs::activation_ref,
-// emu::activation_emu and gpu::activation_gpu.
+// `ops --op relu|leaky-relu|tanh|sigmoid|gelu[-backward]`: refs::activation_ref,
+// emu::activation_emu and gpu::activation_gpu (which has no gelu kernel: that
+// side is skipped with the reason).
 #include <cmath>
 
 #include "cli/commands.h"
@@ -44,7 +45,11 @@ OpResult run_activation(const OpArgs& args, std::vector<Side> sides) {
       else emu::activation_emu(p, x, out, policy, &r.counters);
       side.ran = true;
     } else {
-      run_gpu_side(side, fp16_io ? "" : "the GPU activations take fp16 input and output", [&] {
+      const bool gelu = p.kind == mpverify::ops::Activation::gelu;
+      const char* unsupported = !fp16_io ? "the GPU activations take fp16 input and output"
+                                : gelu   ? "the GPU activations have no gelu kernel yet"
+                                         : "";
+      run_gpu_side(side, unsupported, [&] {
         if (backward) gpu::activation_backward_gpu(p, x, dy, out);
         else gpu::activation_gpu(p, x, out);
       });
@@ -54,7 +59,8 @@ OpResult run_activation(const OpArgs& args, std::vector<Side> sides) {
 
   // Per element, rounding x (and dy) to the input format moves the exact
   // result by at most (|g| + u_in |x|) u_in |x| (+ u_in |dy f'| backward),
-  // where g is f' (|f''| <= 1 bounds its change); rounding the result adds
+  // where g is f' (|f''| <= 1 bounds its change: gelu's |f''| is at most
+  // 2 phi(0) = 0.80); rounding the result adds
   // u_out |y|, and the float reference u32 |y|. The norm of these per-element
   // bounds over the norm of y bounds the normwise error of ref against emu;
   // emu against gpu: one fp16 ulp (see the GPU test's derivation).
@@ -89,13 +95,13 @@ OpResult run_activation(const OpArgs& args, std::vector<Side> sides) {
 
 OpFamily activation_op_family() {
   OpFamily f;
-  for (const char* name : {"relu", "leaky-relu", "tanh", "sigmoid"}) {
+  for (const char* name : {"relu", "leaky-relu", "tanh", "sigmoid", "gelu"}) {
     f.names.push_back(name);
     f.names.push_back(std::string(name) + "-backward");
   }
   f.run = run_activation;
   f.help =
-      "relu, leaky-relu, tanh, sigmoid (and NAME-backward): --shape n=N; --policy input=, output= (fp16), "
+      "relu, leaky-relu, tanh, sigmoid, gelu (and NAME-backward): --shape n=N; --policy input=, output= (fp16), "
       "slope= (leaky-relu).";
   return f;
 }
