@@ -483,6 +483,22 @@ TEST(Trainer, BlockScaledRecipesTrainTheTransformerWithTheHeadInBf16) {
   }
 }
 
+// Under the fp8 recipe the projections' GEMMs take E4M3 operands (their bf16 inputs round inexactly), while
+// the attention's batched matmuls stay in the activation format, bf16 (nn::attention_matmul_policy): their
+// operands, stored in bf16 already, round exactly.
+TEST(Trainer, Fp8KeepsTheAttentionMatmulsInBf16) {
+  Trainer t(small_transformer("fp8", mpverify::nn::BackendKind::emu));
+  t.step();
+  const nlohmann::json summary = t.summary();
+  const nlohmann::json& tensors = summary.at("tensor_counters");
+  EXPECT_GT(tensors.at("h0.attn.q.y").at("gemm.a").at("inexact").get<std::uint64_t>(), 0u);
+  for (const char* name : {"h0.attn.scores", "h0.attn.context", "h1.attn.dq"}) {
+    EXPECT_GT(tensors.at(name).at("gemm.a").at("elements").get<std::uint64_t>(), 0u) << name;
+    EXPECT_EQ(tensors.at(name).at("gemm.a").at("inexact").get<std::uint64_t>(), 0u) << name;
+    EXPECT_EQ(tensors.at(name).at("gemm.b").at("inexact").get<std::uint64_t>(), 0u) << name;
+  }
+}
+
 TEST(Trainer, BadConfigurationsAreRefusedWithTheReason) {
   auto refused = [](TrainConfig c, const std::string& fragment) {
     try {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "nn/operand_scaling.h"
 #include "nn/policies.h"
 #include "nn/positional_embedding.h"
 #include "nn/residual_add.h"
@@ -72,7 +71,7 @@ ops::SoftmaxShape CausalSelfAttention::softmax_shape() const { return {batch_ * 
 void CausalSelfAttention::head_gemms(Context& ctx, const std::string& tensor, const ops::GemmShape& shape,
                                      const Operand& a, const Operand& b, Layout c_layout, Tensor& c,
                                      const emu::GemmPolicy& policy) const {
-  const ScaledOperand sa(ctx, a.site, a.tensor->span()), sb(ctx, b.site, b.tensor->span());
+  const std::span<const float> sa = a.tensor->span(), sb = b.tensor->span();
   TensorCounters counters(ctx, name() + "." + tensor);
   const auto T = static_cast<std::size_t>(T_), hd = static_cast<std::size_t>(hd_), d = static_cast<std::size_t>(d_);
   const std::size_t square = T * T;
@@ -86,7 +85,7 @@ void CausalSelfAttention::head_gemms(Context& ctx, const std::string& tensor, co
   };
   for (std::size_t bi = 0; bi < static_cast<std::size_t>(batch_); ++bi)
     for (std::size_t h = 0; h < static_cast<std::size_t>(heads_); ++h) {
-      const auto av = view(a.layout, sa.values(), bi, h, abuf), bv = view(b.layout, sb.values(), bi, h, bbuf);
+      const auto av = view(a.layout, sa, bi, h, abuf), bv = view(b.layout, sb, bi, h, bbuf);
       if (c_layout == Layout::score_block) {
         const auto out = c.span().subspan((bi * static_cast<std::size_t>(heads_) + h) * square, square);
         ctx.backend().gemm(shape, av, bv, out, policy, counters.get());
@@ -96,7 +95,6 @@ void CausalSelfAttention::head_gemms(Context& ctx, const std::string& tensor, co
         Slice{bi * T, h * hd, T, hd, d}.scatter(out, c.span());
       }
     }
-  unscale_result(sa, sb, c.span());
 }
 
 Tensor CausalSelfAttention::forward(Context& ctx, const Tensor& x) {
@@ -105,7 +103,7 @@ Tensor CausalSelfAttention::forward(Context& ctx, const Tensor& x) {
   k_out_ = k_.forward(ctx, x);
   v_out_ = v_.forward(ctx, x);
   const int rows = batch_ * heads_ * T_;
-  const emu::GemmPolicy policy = matmul_policy(ctx.precision(), Pass::forward);
+  const emu::GemmPolicy policy = attention_matmul_policy(ctx.precision(), Pass::forward);
 
   Tensor scores(rows, T_);
   head_gemms(ctx, "scores", ops::GemmShape{T_, T_, hd_, false, true}, {Layout::head_slice, name() + ".q", &q_out_},
@@ -131,8 +129,8 @@ Tensor CausalSelfAttention::backward(Context& ctx, const Tensor& dy, bool need_d
   expect_shape(name(), "dy", dy, batch_ * T_, d_, 1, 1);
   const Tensor dcontext = o_.backward(ctx, dy, true);
   const Precision& p = ctx.precision();
-  const emu::GemmPolicy gradient_first = matmul_policy(p, Pass::backward, GradientOperand::first);
-  const emu::GemmPolicy gradient_second = matmul_policy(p, Pass::backward, GradientOperand::second);
+  const emu::GemmPolicy gradient_first = attention_matmul_policy(p, Pass::backward, GradientOperand::first);
+  const emu::GemmPolicy gradient_second = attention_matmul_policy(p, Pass::backward, GradientOperand::second);
   const Operand dc{Layout::head_slice, name() + ".dcontext", &dcontext};
 
   Tensor dprobs(probs_.n, T_);

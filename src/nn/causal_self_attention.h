@@ -16,11 +16,9 @@
 //
 // The four projections are nn::Linear layers, so a block-scaled recipe applies
 // to them as to any Linear. The two batched matmuls are not: each (b, h) GEMM
-// is backend.gemm with nn::matmul_policy (the recipe's matmul formats: bf16
-// under the block-scaled recipes, fp32 under the fp32 one; under the fp8
-// recipe, fp8 with its per-tensor operand scaling, nn/operand_scaling.h, one
-// scale per tensor: sites NAME.q, NAME.k, NAME.v, NAME.probs, NAME.dcontext,
-// NAME.dscores). Every GEMM returns fp32 and the layer stores each tensor once,
+// is backend.gemm with nn::attention_matmul_policy (both operands in the
+// activation format, unscaled: bf16 under fp8 and the block-scaled recipes,
+// fp16 under o1 and o2, fp32 under fp32; the recipe's accumulation). Every GEMM returns fp32 and the layer stores each tensor once,
 // whole (B*H*T x T for scores, probs, dprobs, dscores; B*T x d for the rest),
 // in its role's format, so the recorders see them as one tensor each; the
 // matmuls' counters go to NAME.scores, NAME.context, NAME.dprobs, NAME.dv,

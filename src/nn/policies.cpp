@@ -23,6 +23,12 @@ emu::GemmPolicy matmul_policy(const Precision& p, Pass pass, GradientOperand gra
   return policy;
 }
 
+emu::GemmPolicy attention_matmul_policy(const Precision& p, Pass pass, GradientOperand gradient) {
+  Precision activations = p;
+  activations.matmul_forward = activations.matmul_backward = p.activations;
+  return matmul_policy(activations, pass, gradient);
+}
+
 emu::BiasAddPolicy bias_policy(const Precision&) {
   emu::BiasAddPolicy policy;
   policy.input = Precision::fp32();

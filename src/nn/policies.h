@@ -17,6 +17,12 @@ enum class GradientOperand { first, second };
 // Transformer Engine's HYBRID format runs E4M3 x E5M2 GEMMs. The recipe's accumulation: its own, or the
 // architecture's tensor-core instruction for the two operand formats.
 emu::GemmPolicy matmul_policy(const Precision& p, Pass pass, GradientOperand gradient = GradientOperand::first);
+// The attention's batched matmuls (nn/causal_self_attention.h): matmul_policy with both operands in the
+// activation format and no per-tensor operand scaling. Frameworks run them in the activations' precision:
+// Transformer Engine keeps attention in bf16 under its FP8 recipes unless fp8_dpa is asked for, and
+// DeepSeek-V3 and NVIDIA's NVFP4 recipe keep it in bf16; under fp32, o1, o2 and bf16-* this is the recipe's
+// matmul format anyway.
+emu::GemmPolicy attention_matmul_policy(const Precision& p, Pass pass, GradientOperand gradient = GradientOperand::first);
 // Bias add as a GEMM epilogue: the fp32 result plus the bias, one fp32
 // rounding (the store then rounds once more to the activation format); the
 // bias gradient's sum in fp32.
