@@ -4,6 +4,7 @@
 // figures are well-formed; the same seeds give the same bytes whatever the number of threads; and bad
 // input is refused before anything is written (the program exits 2).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -28,8 +29,12 @@ using mpverify::experiments::BlockScaledResult;
 using mpverify::experiments::quick_block_scaled_config;
 using mpverify::experiments::run_block_scaled;
 
+// One directory per process: ctest runs each test of this file as its own process, two at a time, and each
+// process's SetUpTestSuite trains the quick configuration; a shared directory would be removed under the
+// other process's feet.
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("mpverify-block-scaled-" + name);
+  const fs::path dir =
+      fs::temp_directory_path() / ("mpverify-block-scaled-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(dir);
   return dir;
 }
