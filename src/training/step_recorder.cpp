@@ -80,9 +80,9 @@ void StepRecorder::on_block_quantized(std::string_view layer, std::string_view o
 }
 
 void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
-                          std::span<const float> values, const formats::Format& format) {
+                          std::span<const float> values, const formats::Format& format, double scale) {
   const formats::Format& target = format == nn::Precision::fp32() ? study_ : format;
-  const record::TensorStats s = record::tensor_stats(values, target);
+  const record::TensorStats s = record::tensor_stats(values, target, scale);
   RateCounts counts;
   counts.nonzero = s.nonzero_finite;
   counts.underflow_to_zero = s.counters.underflow_to_zero;
@@ -108,6 +108,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
                            {"max_abs", s.max_abs},
                            {"headroom_log2", number_or_null(s.headroom_log2)},
                            {"norm", l2_norm(values)}});
+  if (scale != 1.0) tensor_lines_.back()["scale"] = scale;
   if (!histograms_) return;
   nlohmann::json h = record::histogram_to_json(s.histogram);
   h["step"] = step_;

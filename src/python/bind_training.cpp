@@ -1,0 +1,156 @@
+// The loss-scale strategies as objects, and the recorders and run log that a
+// run directory is written with (what `mpverify train` writes, for the
+// Monitor to write the same files).
+#include <memory>
+#include <string>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "py_json.h"
+#include "record/run_log.h"
+#include "tensor_input.h"
+#include "training/loss_scaler.h"
+#include "training/step_recorder.h"
+
+namespace py = pybind11;
+
+namespace mpverify::python {
+
+namespace {
+
+// A strategy of training/loss_scaler.h; step() takes found_inf (a bool) or an amax (a float), by its drive.
+class PyScaler {
+ public:
+  PyScaler(const std::string& name, const std::map<std::string, std::string>& options)
+      : name_(name), scaler_(training::make_scaler(name, options)) {}
+
+  py::dict step(const py::object& arg) {
+    training::StepResult r;
+    if (auto* loss = dynamic_cast<training::LossScaler*>(scaler_.get())) {
+      if (!py::isinstance<py::bool_>(arg) && !py::isinstance<py::int_>(arg))
+        throw std::invalid_argument("the " + name_ + " strategy steps on found_inf (True or False), not on an amax");
+      r = loss->step(arg.cast<bool>());
+    } else {
+      r = dynamic_cast<training::AmaxScaler&>(*scaler_).step(arg.cast<float>());
+    }
+    py::dict d;
+    d["scale_used"] = r.scale_used;
+    d["skipped"] = r.skipped;
+    d["aborted"] = r.aborted;
+    return d;
+  }
+
+  py::dict state() const {
+    py::dict d;
+    d["name"] = name_;
+    d["scale"] = scaler_->scale();
+    d["floor"] = scaler_->floor();
+    d["drive"] = scaler_->drive() == training::Drive::found_inf ? "found_inf" : "amax";
+    if (const auto* t = dynamic_cast<const training::TorchScaler*>(scaler_.get())) d["growth_tracker"] = t->growth_tracker();
+    if (const auto* s = dynamic_cast<const training::DeepSpeedScaler*>(scaler_.get())) {
+      d["hysteresis"] = s->hysteresis();
+      d["iteration"] = s->iteration();
+      d["last_overflow_iteration"] = s->last_overflow_iteration();
+      d["aborted"] = s->aborted();
+    }
+    if (const auto* s = dynamic_cast<const training::MegatronScaler*>(scaler_.get())) {
+      d["hysteresis"] = s->hysteresis();
+      d["growth_tracker"] = s->growth_tracker();
+    }
+    return d;
+  }
+
+  double scale() const { return scaler_->scale(); }
+
+ private:
+  std::string name_;
+  std::unique_ptr<training::Scaler> scaler_;
+};
+
+nn::Role parse_role(const std::string& name) {
+  for (nn::Role r : {nn::Role::activation, nn::Role::activation_grad, nn::Role::weight, nn::Role::weight_grad,
+                     nn::Role::update})
+    if (nn::to_string(r) == name) return r;
+  throw std::invalid_argument("unknown role '" + name + "' (activation, activation_grad, weight, weight_grad, update)");
+}
+
+nn::Pass parse_pass(const std::string& name) {
+  for (nn::Pass p : {nn::Pass::forward, nn::Pass::backward, nn::Pass::optimizer})
+    if (nn::to_string(p) == name) return p;
+  throw std::invalid_argument("unknown pass '" + name + "' (forward, backward, optimizer)");
+}
+
+py::dict rate_counts(const training::RateCounts& c) {
+  py::dict d;
+  d["nonzero"] = c.nonzero;
+  d["underflow_to_zero"] = c.underflow_to_zero;
+  d["subnormal"] = c.subnormal;
+  d["overflow"] = c.overflow;
+  d["underflow_rate"] = c.underflow_rate();
+  d["subnormal_rate"] = c.subnormal_rate();
+  d["overflow_rate"] = c.overflow_rate();
+  return d;
+}
+
+py::list lines(std::vector<nlohmann::json> v) {
+  py::list out;
+  for (const nlohmann::json& j : v) out.append(to_python(j));
+  return out;
+}
+
+void bind_scaler(py::module_& m) {
+  py::class_<PyScaler>(m, "Scaler", "A loss-scale or FP8-scale strategy (`mpverify replay-scalers` lists them).")
+      .def(py::init<const std::string&, const std::map<std::string, std::string>&>(), py::arg("name"),
+           py::arg("options"))
+      .def("step", &PyScaler::step, py::arg("found_inf_or_amax"))
+      .def("state", &PyScaler::state)
+      .def_property_readonly("scale", &PyScaler::scale);
+  m.def("scaler_names", &training::scaler_names, "The strategies' names.");
+}
+
+void bind_recorder(py::module_& m) {
+  py::class_<training::StepRecorder>(m, "StepRecorder",
+                                     "The recorders of `mpverify train`: per-tensor lines, histograms and rates.")
+      .def(py::init([](const std::string& study) { return training::StepRecorder(formats::parse_format(study)); }),
+           py::arg("study_format"))
+      .def("begin_step", &training::StepRecorder::begin_step, py::arg("step"), py::arg("keep_records"),
+           py::arg("histograms"))
+      .def(
+          "record",
+          [](training::StepRecorder& r, const std::string& layer, const std::string& tensor, const std::string& role,
+             const std::string& pass, const py::array& x, const std::string& bits, const std::string& format,
+             double scale) {
+            const FloatInput in(x, bits, layer + "." + tensor);
+            r.record(layer, tensor, parse_role(role), parse_pass(pass), in.values(), formats::parse_format(format), scale);
+          },
+          py::arg("layer"), py::arg("tensor"), py::arg("role"), py::arg("pass_"), py::arg("x"), py::arg("bits"),
+          py::arg("format"), py::arg("scale"))
+      .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })
+      .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
+      .def("take_tensor_lines", [](training::StepRecorder& r) { return lines(r.take_tensor_lines()); })
+      .def("take_histogram_lines", [](training::StepRecorder& r) { return lines(r.take_histogram_lines()); })
+      .def("thresholds", [](const training::StepRecorder& r) { return to_python(r.thresholds()); });
+}
+
+void bind_run_log(py::module_& m) {
+  py::class_<record::RunLog>(m, "RunLog", "A run directory's JSON Lines log, published atomically.")
+      .def(py::init<std::filesystem::path, std::size_t, std::string>(), py::arg("dir"), py::arg("publish_every"),
+           py::arg("file_name"))
+      .def("append", [](record::RunLog& log, const py::object& line) { log.append(to_json(line)); }, py::arg("line"))
+      .def("flush", &record::RunLog::flush)
+      .def("write_summary", [](record::RunLog& log, const py::object& s) { log.write_summary(to_json(s)); },
+           py::arg("summary"));
+}
+
+}  // namespace
+
+void bind_training(py::module_& m) {
+  bind_scaler(m);
+  bind_recorder(m);
+  bind_run_log(m);
+}
+
+}  // namespace mpverify::python

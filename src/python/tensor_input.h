@@ -1,0 +1,42 @@
+// A tensor handed in from Python, as the float32 values the library reads.
+//
+// The Python layer (mpverify/_tensors.py) turns a numpy array or a torch CPU
+// tensor into a numpy array without copying (torch's .numpy() shares the
+// memory) and names the dtype of tensors numpy has no type for: bfloat16 and
+// the fp8 types arrive as their bit patterns (uint16 / uint8) with `bits` set
+// to "bfloat16", "float8_e4m3fn" or "float8_e5m2". A C-contiguous float32
+// array is read in place; every other type is decoded into a float32 copy
+// (exact: float16, bfloat16 and fp8 values are all float32 values; float64
+// is rounded to nearest, and refused by the callers that need exact input).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+
+namespace mpverify::python {
+
+class FloatInput {
+ public:
+  // Throws std::invalid_argument naming `what` for an array of another dtype
+  // (integers without `bits`, complex, object) or an unknown `bits`.
+  FloatInput(const pybind11::array& array, const std::string& bits, const std::string& what);
+  std::span<const float> values() const { return values_; }
+  const std::vector<std::size_t>& shape() const { return shape_; }
+  std::string dtype() const { return dtype_; }  // "float32", "bfloat16", ...
+
+ private:
+  pybind11::array keep_alive_;  // the array values_ may point into
+  std::vector<float> owned_;
+  std::span<const float> values_;
+  std::vector<std::size_t> shape_;
+  std::string dtype_;
+};
+
+// A float32 numpy array holding a copy of `values` in `shape`.
+pybind11::array_t<float> float_array(const std::vector<float>& values, const std::vector<std::size_t>& shape);
+
+}  // namespace mpverify::python
