@@ -137,8 +137,10 @@ void bind_recorder(py::module_& m) {
 
 void bind_run_log(py::module_& m) {
   py::class_<record::RunLog>(m, "RunLog", "A run directory's JSON Lines log, published atomically.")
-      .def(py::init<std::filesystem::path, std::size_t, std::string>(), py::arg("dir"), py::arg("publish_every"),
-           py::arg("file_name"))
+      .def(py::init([](const std::string& dir, std::size_t publish_every, const std::string& file_name) {
+             return std::make_unique<record::RunLog>(dir, publish_every, file_name);
+           }),
+           py::arg("dir"), py::arg("publish_every"), py::arg("file_name"))
       .def("append", [](record::RunLog& log, const py::object& line) { log.append(to_json(line)); }, py::arg("line"))
       .def("flush", &record::RunLog::flush)
       .def("write_summary", [](record::RunLog& log, const py::object& s) { log.write_summary(to_json(s)); },

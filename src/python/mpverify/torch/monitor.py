@@ -1,0 +1,353 @@
+"""Monitor: mpverify's recorders on a user's PyTorch training loop.
+
+    monitor = mpverify.torch.Monitor(model, optimizer, scaler=scaler, out="runs/mine")
+    for x, y in batches:
+        ...  # forward, backward, scaler.step(optimizer), scaler.update() as usual
+        monitor.step(loss)
+
+writes the run directory `mpverify train` writes (steps.jsonl, tensors.jsonl,
+histograms.jsonl, summary.json; docs/python.md), so `mpverify compare-runs`,
+`mpverify gate` and the study's report read it unchanged.
+
+How it sees a step: forward hooks on every leaf module (activations), full
+backward hooks (activation gradients, as backward computes them: at the loss
+scale), and a wrapper around optimizer.step (weights and unscaled weight
+gradients before the update, the update after it) and scaler.update (the
+scale the step ran with, found_inf). Every tensor is measured by the same
+C++ recorder as `mpverify train` (training/step_recorder.h): against its own
+format, or against `study_format` where it is float32.
+"""
+import atexit
+import sys
+import weakref
+
+import numpy as np
+import torch
+
+from .. import _core, lost_updates
+from .._tensors import as_input
+from ._formats import format_of
+from .provenance import Provenance, has_nonfinite
+
+
+class Monitor:
+    """Records a training run into `out`; call step(loss) once per optimizer step.
+
+    model, optimizer: the user's. scaler: a torch GradScaler or mpverify.torch.GradScaler (None: scale 1,
+    found_inf from the gradients). study_format: what float32 tensors are measured against (fp16).
+    every: record tensors every N-th step (every step still logs loss, scale, skipped, found_inf and the
+    first non-finite value). histograms: write histograms.jsonl. seed, name, data, config: written into
+    summary.json's config (the parity gate pairs runs by seed and requires equal model, data, steps,
+    batch_size and optimizer on both sides)."""
+
+    def __init__(self, model, optimizer, scaler=None, study_format="fp16", every=1, out="runs/monitor",
+                 histograms=True, seed=None, name=None, data="user", config=None, verbose=True):
+        if every < 1:
+            raise ValueError(f"every must be at least 1, not {every}")
+        _core.format_info(study_format)  # raises on an unknown name before anything is written
+        self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.study_format, self.every, self.out, self.histograms = study_format, every, str(out), histograms
+        self.verbose = verbose
+        self._config = {"model": name or type(model).__name__, "data": data, "seed": seed,
+                        "optimizer": type(optimizer).__name__.lower(), "scaler": _scaler_name(scaler),
+                        "backend": "torch", "study_format": study_format, "record_every": every,
+                        "recipe": None, "batch_size": None, **(config or {})}
+        self._recorder = _core.StepRecorder(study_format)
+        self._steps = _core.RunLog(self.out, 10, "steps.jsonl")
+        self._tensors = _core.RunLog(self.out, 10, "tensors.jsonl")
+        self._histograms = _core.RunLog(self.out, 10, "histograms.jsonl")
+        self._provenance = Provenance()
+        self._names = {m: n or "model" for n, m in model.named_modules()}
+        self._params = {p: n for n, p in model.named_parameters() if p.requires_grad}
+        self._handles = []
+        self._step = 0
+        self._skipped = 0
+        self._last_loss = None
+        self._printed_nonfinite = False
+        self._evaluation = None
+        self._closed = False
+        self._begin_step()
+        self._attach()
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    # --- public -------------------------------------------------------------------------------
+
+    def step(self, loss):
+        """Ends the step: logs it (loss: the unscaled loss, a tensor or a float) and starts the next."""
+        value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else float(loss)
+        if self._provenance.first is None and not _finite(value):
+            self._provenance.first = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
+        line = self._step_line(value)
+        for t in self._recorder.take_tensor_lines():
+            self._tensors.append(t)
+        for h in self._recorder.take_histogram_lines():
+            self._histograms.append(h)
+        self._steps.append(line)
+        self._report_nonfinite(line)
+        self._last_loss = value
+        self._skipped += bool(line["skipped"])
+        self._step += 1
+        self._begin_step()
+        return line
+
+    def evaluation(self, test_accuracy=None, test_loss=None, test_size=None, **extra):
+        """Your held-out evaluation, for `mpverify gate --metric accuracy`: test_accuracy in [0, 1] (None:
+        the run diverged), test_loss, test_size (the number of test examples; equal on every run gated)."""
+        if test_accuracy is not None and not 0 <= test_accuracy <= 1:
+            raise ValueError(f"test_accuracy is a fraction in [0, 1], not {test_accuracy}")
+        self._evaluation = {"test_accuracy": test_accuracy, "test_loss": test_loss, "test_size": test_size,
+                            "diverged": test_accuracy is None, **extra}
+        self._write_summary()
+
+    def close(self):
+        """Publishes every file and writes summary.json; removes the hooks. Also runs at interpreter exit."""
+        if self._closed:
+            return
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self._restore_wrappers()
+        for log in (self._tensors, self._histograms, self._steps):
+            log.flush()
+        self._write_summary()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --- one step -----------------------------------------------------------------------------
+
+    def _begin_step(self):
+        self._recording = self._step % self.every == 0
+        self._recorder.begin_step(self._step, self._recording, self._recording and self.histograms)
+        self._provenance.begin_step()
+        self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
+        self._found_inf = None
+        self._optimizer_stepped = False
+        self._last_backward = None  # the module whose output gradient backward reached last
+        self._grads_recorded = False
+        self._lost = {}
+        self._unscaled = [0, 0]  # gradients' non-zero finite values, and those that become 0 at scale 1
+
+    def _step_line(self, loss):
+        found_inf = self._found_inf if self._found_inf is not None else self._provenance.first is not None
+        line = {"step": self._step, "loss": loss, "scale": self._scale,
+                "skipped": not self._optimizer_stepped, "found_inf": bool(found_inf),
+                "recorded": self._recording}
+        if self._recording:
+            g, a = self._recorder.gradients(), self._recorder.activations()
+            line.update(underflow_rate=g["underflow_rate"], subnormal_rate=g["subnormal_rate"],
+                        overflow_rate=g["overflow_rate"], activation_underflow_rate=a["underflow_rate"],
+                        activation_overflow_rate=a["overflow_rate"],
+                        underflow_rate_unscaled=_rate(self._unscaled[1], self._unscaled[0]))
+            line.update(self._lost_update_fields())
+        line["nonfinite"] = self._provenance.first
+        return line
+
+    def _lost_update_fields(self):
+        w, s = self._lost.get("with_master"), self._lost.get("without_master")
+        if w is None:
+            return {}
+        return {"lost_update_rate": _rate(w["lost"], w["updates"]),
+                "lost_update_rate_without_master": _rate(s["lost"], s["updates"]),
+                "lost_update_ratio_needed_rate_without_master": _rate(s["ratio_needed"], s["updates"]),
+                "lost_update_ratio_sufficient_rate_without_master": _rate(s["ratio_sufficient"], s["updates"])}
+
+    def _report_nonfinite(self, line):
+        first = line["nonfinite"]
+        if first is None or self._printed_nonfinite or not self.verbose:
+            return
+        self._printed_nonfinite = True
+        print(f"mpverify: step {line['step']}: the first non-finite value came from '{first['layer']}' "
+              f"({first['tensor']}, {first['pass']}); later ones are in {self.out}/steps.jsonl", file=sys.stderr)
+
+    # --- hooks --------------------------------------------------------------------------------
+
+    def _attach(self):
+        for module, name in self._names.items():
+            if next(module.children(), None) is not None:
+                continue  # containers: their leaves are recorded
+            if getattr(module, "inplace", False):
+                module.inplace = False  # an in-place op would rewrite the output whose gradient we hook; same values
+            self._handles.append(module.register_forward_hook(self._forward_hook(name)))
+        for p, name in self._params.items():
+            self._handles.append(p.register_hook(self._param_grad_hook(name)))
+        self._handles.append(self.model.register_forward_pre_hook(self._batch_hook))
+        self._wrap_optimizer()
+        if self.scaler is not None:
+            self._wrap_scaler()
+
+    def _batch_hook(self, module, inputs):
+        if self._config["batch_size"] is None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim():
+            self._config["batch_size"] = int(inputs[0].shape[0])
+        if self._config["recipe"] is None:
+            self._config["recipe"] = _recipe_name(self.model)
+
+    def _forward_hook(self, name):
+        def hook(module, inputs, output):
+            if not isinstance(output, torch.Tensor):
+                return
+            self._provenance.check(name, "y", "forward", output)
+            if self._recording:
+                self._record(name, "y", "activation", "forward", output)
+            if output.requires_grad:
+                output.register_hook(self._output_grad_hook(name))
+        return hook
+
+    def _output_grad_hook(self, name):
+        """The gradient of a module's output (its dy, at the loss scale), as backward reaches it."""
+        def hook(grad):
+            if self._provenance.first is None and has_nonfinite(grad):
+                # Non-finite where this module's backward starts: the loss produced it when no module went
+                # backward before, else the module whose backward ran last (its dx is this dy).
+                previous = self._last_backward
+                self._provenance.check(previous or "loss", "dx" if previous else "dloss", "backward", grad)
+            self._last_backward = name
+            if self._recording:
+                self._record(name, "dy", "activation_grad", "backward", grad, unscaled_count=True)
+        return hook
+
+    def _param_grad_hook(self, name):
+        layer, _, tensor = name.rpartition(".")
+
+        def hook(grad):
+            self._provenance.check(layer or "model", tensor + ".grad", "backward", grad)
+        return hook
+
+    def _record(self, layer, tensor, role, pass_, t, scale=1.0, unscaled_count=False):
+        fmt = format_of(t.dtype)
+        if fmt is None:
+            return
+        array, bits = as_input(t)
+        self._recorder.record(layer, tensor, role, pass_, array, bits, fmt, scale)
+        if unscaled_count and self._scale != 1.0:
+            # What the gradient would lose at scale 1: the same values measured at 1/scale (as a float32
+            # value: exact when the scale is a power of two, as every strategy's scales are).
+            inverse = float(np.float32(1.0 / self._scale))
+            stats = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, inverse)
+            self._unscaled[0] += stats["nonzero_finite"]
+            self._unscaled[1] += stats["underflow_to_zero"]
+
+    # --- optimizer and scaler ---------------------------------------------------------------------
+
+    def _wrap_optimizer(self):
+        original = self.optimizer.step
+        self._original_step = original
+
+        def step(*args, **kwargs):
+            self._optimizer_stepped = True
+            self._record_weight_grads()
+            before = self._record_weights() if self._recording else None
+            result = original(*args, **kwargs)
+            if before is not None:
+                self._record_updates(before)
+            return result
+        self.optimizer.step = step
+
+    def _wrap_scaler(self):
+        original = self.scaler.update
+        self._original_update = original
+
+        def update(*args, **kwargs):
+            self._scale = float(self.scaler.get_scale())
+            self._found_inf = _scaler_found_inf(self.scaler, self.optimizer)
+            self._record_weight_grads()  # a skipped step: the optimizer never ran
+            return original(*args, **kwargs)
+        self.scaler.update = update
+
+    def _restore_wrappers(self):
+        if getattr(self.optimizer, "step", None) is not self._original_step:
+            self.optimizer.step = self._original_step
+        if self.scaler is not None:
+            self.scaler.update = self._original_update
+
+    def _record_weight_grads(self):
+        """The weight gradients as the optimizer sees them (unscaled), measured at the step's scale."""
+        if self._grads_recorded or not self._recording:
+            return
+        self._grads_recorded = True
+        for p, name in self._params.items():
+            if p.grad is not None:
+                layer, _, tensor = name.rpartition(".")
+                self._record(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad, scale=self._scale)
+                fmt = format_of(p.grad.dtype)
+                if fmt is not None:
+                    array, bits = as_input(p.grad)
+                    s = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, 1.0)
+                    self._unscaled[0] += s["nonzero_finite"]
+                    self._unscaled[1] += s["underflow_to_zero"]
+
+    def _record_weights(self):
+        before = {}
+        for p, name in self._params.items():
+            layer, _, tensor = name.rpartition(".")
+            self._record(layer or "model", tensor, "weight", "optimizer", p)
+            before[p] = p.detach().clone()
+        return before
+
+    def _record_updates(self, before):
+        """The update each weight received (after - before, in float64, as float32) and the lost updates it
+        would suffer: with an fp32 master copy, and stored in the weights' format (study_format for fp32)."""
+        for p, w in before.items():
+            u = (p.detach().double() - w.double()).float()
+            own = format_of(w.dtype)
+            stored = own if own not in (None, "fp32") else self.study_format
+            counts = lost_updates(w.float(), u, stored)
+            _add_counts(self._lost, "with_master", counts["with_master"])
+            _add_counts(self._lost, "without_master", counts["without_master"])
+
+    def _write_summary(self):
+        config = dict(self._config, steps=self._step)
+        summary = {"config": config, "steps": self._step, "skipped_steps": self._skipped, "aborted": False,
+                   "final_loss": self._last_loss, "final_scale": float(self.scaler.get_scale()) if self.scaler else 1.0,
+                   "thresholds": self._recorder.thresholds()}
+        if self._evaluation is not None:
+            summary["evaluation"] = self._evaluation
+        self._steps.write_summary(summary)
+
+
+def _finite(v):
+    return v == v and v not in (float("inf"), float("-inf"))
+
+
+def _rate(n, d):
+    return n / d if d else 0.0
+
+
+def _add_counts(into, key, counts):
+    total = into.setdefault(key, {"updates": 0, "lost": 0, "ratio_needed": 0, "ratio_sufficient": 0})
+    for k in total:
+        total[k] += counts[k]
+
+
+def _scaler_name(scaler):
+    if scaler is None:
+        return "none"
+    return getattr(scaler, "strategy", None) or "torch"
+
+
+def _scaler_found_inf(scaler, optimizer):
+    """found_inf of this step: mpverify's GradScaler says it; torch's keeps it per optimizer and device."""
+    if hasattr(scaler, "found_inf") and callable(scaler.found_inf):
+        return bool(scaler.found_inf(optimizer))
+    state = getattr(scaler, "_per_optimizer_states", {}).get(id(optimizer), {})
+    return any(float(v) > 0 for v in state.get("found_inf_per_device", {}).values())
+
+
+def _recipe_name(model):
+    """torch's recipe as far as a forward pass shows it: autocast and its dtype, or the parameters' dtype."""
+    if torch.is_autocast_enabled():
+        return "autocast-" + str(torch.get_autocast_gpu_dtype()).replace("torch.", "")
+    if torch.is_autocast_cpu_enabled():
+        return "autocast-" + str(torch.get_autocast_cpu_dtype()).replace("torch.", "")
+    p = next(model.parameters(), None)
+    return str(p.dtype).replace("torch.", "") if p is not None else "float32"
+
+
+def _close_at_exit(ref):
+    monitor = ref()
+    if monitor is not None:
+        monitor.close()
