@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "analysis/scaled_rounding.h"
@@ -58,38 +60,79 @@ std::vector<ScaleStats> analyze_tensor(const io::TensorEntry& e, const SweepPlan
   return sweep.results();
 }
 
+namespace {
+
+// Adds one tensor's statistics to the totals, slot by slot (a slot whose scales differ gets scale NaN).
+void add_to_total(std::vector<ScaleStats>& total, const std::vector<ScaleStats>& per_scale) {
+  if (total.empty())
+    for (const ScaleStats& s : per_scale) {
+      ScaleStats t;
+      t.scale = s.scale;
+      total.push_back(t);
+    }
+  if (total.size() != per_scale.size())
+    throw std::invalid_argument("analyze_path: every file's plan must have as many scales as the first");
+  for (std::size_t k = 0; k < total.size(); ++k) {
+    if (total[k].scale != per_scale[k].scale) total[k].scale = std::numeric_limits<double>::quiet_NaN();
+    total[k] += per_scale[k];
+  }
+}
+
+void analyze_file(const io::FoundFile& found, bool directory, const SweepPlan& plan, const TensorSelection& selection,
+                  DumpAnalysis& out) {
+  const io::TensorFile f = io::open_tensor_file(found.path);
+  std::vector<TensorReport> reports;
+  for (const io::TensorEntry& e : f.tensors) {
+    TensorReport r;
+    r.name = directory ? found.relative + ":" + e.name : e.name;
+    if (!out.selection.note(selection, r.name)) continue;
+    r.file = found.relative;
+    r.tensor = e.name;
+    r.dtype = std::string(io::to_string(e.dtype));
+    r.shape = e.shape;
+    r.per_scale = analyze_tensor(e, plan);
+    reports.push_back(std::move(r));
+  }
+  // Added only once the whole file was read.
+  for (TensorReport& r : reports) {
+    add_to_total(out.total, r.per_scale);
+    out.tensors.push_back(std::move(r));
+  }
+  for (const std::string& s : f.skipped) out.skipped.push_back(found.relative + ": " + s);
+}
+
+}  // namespace
+
 DumpAnalysis analyze_path(const std::filesystem::path& path, const SweepPlan& plan,
                           const std::function<void(std::size_t, std::size_t)>& progress) {
+  DumpRequest request;
+  request.plan = &plan;
+  return analyze_path(path, request, progress);
+}
+
+DumpAnalysis analyze_path(const std::filesystem::path& path, const DumpRequest& request,
+                          const std::function<void(std::size_t, std::size_t)>& progress) {
   DumpAnalysis out;
-  for (const double s : plan.scales()) {
-    ScaleStats t;
-    t.scale = s;
-    out.total.push_back(t);
-  }
+  if (request.plan)
+    for (const double s : request.plan->scales()) {
+      ScaleStats t;
+      t.scale = s;
+      out.total.push_back(t);
+    }
   const bool directory = std::filesystem::is_directory(path);
   const std::vector<io::FoundFile> files = io::find_tensor_files(path);
   out.files = files.size();
   for (std::size_t i = 0; i < files.size(); ++i) {
     const io::FoundFile& found = files[i];
-    try {
-      const io::TensorFile f = io::open_tensor_file(found.path);
-      std::vector<TensorReport> reports;
-      for (const io::TensorEntry& e : f.tensors) {
-        TensorReport r;
-        r.name = directory ? found.relative + ":" + e.name : e.name;
-        r.dtype = std::string(io::to_string(e.dtype));
-        r.shape = e.shape;
-        r.per_scale = analyze_tensor(e, plan);
-        reports.push_back(std::move(r));
+    const SweepPlan* plan = request.plan_for ? request.plan_for(found) : request.plan;
+    if (!plan) {
+      out.skipped.push_back(found.relative + ": " + request.left_out_because);
+    } else {
+      try {
+        analyze_file(found, directory, *plan, request.selection, out);
+      } catch (const io::FileError& err) {
+        out.failures.push_back({found.relative, err.tensor(), err.offset(), err.reason()});
       }
-      // Added only once the whole file was read.
-      for (TensorReport& r : reports) {
-        for (std::size_t k = 0; k < r.per_scale.size(); ++k) out.total[k] += r.per_scale[k];
-        out.tensors.push_back(std::move(r));
-      }
-      for (const std::string& s : f.skipped) out.skipped.push_back(found.relative + ": " + s);
-    } catch (const io::FileError& err) {
-      out.failures.push_back({found.relative, err.tensor(), err.offset(), err.reason()});
     }
     if (progress) progress(i + 1, files.size());
   }
@@ -113,8 +156,11 @@ Recommendation recommend(const std::vector<ScaleStats>& per_scale, const formats
       if (!over) { r.largest_safe_log2 = k; break; }
     }
   }
+  const bool some_scale = std::any_of(per_scale.begin(), per_scale.end(), [](const ScaleStats& s) {
+    return !std::isnan(s.scale);
+  });
   for (const ScaleStats& s : per_scale)
-    if (s.overflow == 0 && (!r.some_scale_safe || s.scale > r.best.scale)) {
+    if (!std::isnan(s.scale) && s.overflow == 0 && (!r.some_scale_safe || s.scale > r.best.scale)) {
       r.best = s;
       r.some_scale_safe = true;
     }
@@ -130,7 +176,7 @@ Recommendation recommend(const std::vector<ScaleStats>& per_scale, const formats
               percent(r.best.rate(r.best.subnormal)) + " subnormal";
       if (r.largest_safe_log2 >= -149 && std::ldexp(1.0, r.largest_safe_log2) > r.best.scale)
         line += " (add larger scales up to 2^" + std::to_string(r.largest_safe_log2) + " to see less underflow)";
-    } else {
+    } else if (some_scale) {
       line += "; every scale analysed overflows";
     }
   }

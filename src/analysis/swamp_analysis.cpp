@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "formats/format.h"
 #include "io/file_error.h"
@@ -46,7 +47,7 @@ Side read_side(const std::filesystem::path& path, std::vector<ReadFailure>& fail
       for (const io::TensorEntry& e : side.files.back().tensors)
         side.entries[directory ? found.relative + ":" + e.name : e.name] = {found.path, e};
     } catch (const io::FileError& err) {
-      failures.push_back({found.relative, err.tensor(), err.offset(), err.reason()});
+      failures.push_back({found.path.string(), err.tensor(), err.offset(), err.reason()});
     }
   }
   return side;
@@ -60,12 +61,16 @@ std::vector<float> sgd_updates(std::span<const float> grads, float lr) {
   return u;
 }
 
-SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std::span<const float> u) {
+std::vector<formats::Format> default_swamp_formats() {
+  return {formats::parse_format("fp16"), formats::parse_format("bf16")};
+}
+
+SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std::span<const float> u,
+                         const std::vector<formats::Format>& formats) {
   SwampReport r;
   r.name = name;
   r.elements = w.size();
-  r.fp16 = record::lost_updates(w, u, formats::parse_format("fp16"));
-  r.bf16 = record::lost_updates(w, u, formats::parse_format("bf16"));
+  for (const formats::Format& f : formats) r.per_format.push_back({f.name, record::lost_updates(w, u, f)});
   for (std::size_t i = 0; i < w.size(); ++i) {
     const double wi = w[i], ui = u[i];
     if (ui != 0 && std::isfinite(ui) && std::isfinite(wi)) r.ratio_histogram.add(std::fabs(wi) / std::fabs(ui));
@@ -73,10 +78,24 @@ SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std:
   return r;
 }
 
+void add_report(SwampReport& total, const SwampReport& r) {
+  if (total.per_format.empty())
+    for (const FormatLostUpdates& f : r.per_format) total.per_format.push_back({f.format, {}});
+  if (total.per_format.size() != r.per_format.size())
+    throw std::invalid_argument("add_report: the reports count lost updates in different formats");
+  total.elements += r.elements;
+  for (std::size_t k = 0; k < r.per_format.size(); ++k) {
+    add_counts(total.per_format[k].stats.without_master, r.per_format[k].stats.without_master);
+    add_counts(total.per_format[k].stats.with_master, r.per_format[k].stats.with_master);
+  }
+  total.ratio_histogram += r.ratio_histogram;
+}
+
 SwampAnalysis swamp_paths(const std::filesystem::path& weights, const std::filesystem::path& updates,
-                          std::optional<float> lr) {
+                          std::optional<float> lr, const std::vector<formats::Format>& formats) {
   SwampAnalysis out;
   out.total.name = "(total)";
+  for (const formats::Format& f : formats) out.total.per_format.push_back({f.name, {}});
   const Side w = read_side(weights, out.failures);
   const Side u = read_side(updates, out.failures);
   for (const auto& [name, wf] : w.entries) {
@@ -95,13 +114,8 @@ SwampAnalysis swamp_paths(const std::filesystem::path& weights, const std::files
       const std::vector<float> wv = c_order_floats(we, wf.first);
       std::vector<float> uv = c_order_floats(ue, it->second.first);
       if (lr) uv = sgd_updates(uv, *lr);
-      SwampReport r = swamp_tensor(name, wv, uv);
-      out.total.elements += r.elements;
-      add_counts(out.total.fp16.without_master, r.fp16.without_master);
-      add_counts(out.total.fp16.with_master, r.fp16.with_master);
-      add_counts(out.total.bf16.without_master, r.bf16.without_master);
-      add_counts(out.total.bf16.with_master, r.bf16.with_master);
-      out.total.ratio_histogram += r.ratio_histogram;
+      SwampReport r = swamp_tensor(name, wv, uv, formats);
+      add_report(out.total, r);
       out.tensors.push_back(std::move(r));
     } catch (const io::FileError& err) {
       out.failures.push_back({err.file().string(), err.tensor(), err.offset(), err.reason()});

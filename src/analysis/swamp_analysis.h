@@ -1,8 +1,9 @@
 // `mpverify swamp` as a library call: per tensor, how many of an optimizer
 // step's updates u vanish when added to the weights w (record/lost_updates.h
-// defines it: w + u rounded once, lost when the result equals w), in fp16 and
-// in bf16, with weights stored in that format (no master copy) and with an
-// fp32 master copy, plus the 2^p rule of thumb |w| / |u| > 2^p.
+// defines it: w + u rounded once, lost when the result equals w), in each
+// format asked for (fp16 and bf16 by default), with weights stored in that
+// format (no master copy) and with an fp32 master copy, plus the 2^p rule of
+// thumb |w| / |u| > 2^p.
 //
 // The update is given (--updates, e.g. the fp32 difference of the weights
 // after and before a step) or computed from gradients for plain SGD as
@@ -19,21 +20,33 @@
 
 #include "analysis/dump_analysis.h"
 #include "emu/exponent_histogram.h"
+#include "formats/format.h"
 #include "record/lost_updates.h"
 
 namespace mpverify::analysis {
 
+struct FormatLostUpdates {
+  std::string format;             // the format's name
+  record::LostUpdateStats stats;  // without_master: weights stored in the format; with_master: fp32 master
+};
+
 struct SwampReport {
   std::string name;
   std::uint64_t elements = 0;
-  record::LostUpdateStats fp16;  // without_master: weights stored in fp16; with_master: fp32 master
-  record::LostUpdateStats bf16;
+  std::vector<FormatLostUpdates> per_format;  // in the order the formats were given
   // Exponent histogram of |w| / |u| (in double) over the pairs counted as
   // updates: 2^p there is where the rule of thumb says updates start to vanish.
   emu::ExponentHistogram ratio_histogram;
 };
 
-SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std::span<const float> u);
+// fp16 and bf16: what swamp reports unless told otherwise.
+std::vector<formats::Format> default_swamp_formats();
+
+SwampReport swamp_tensor(const std::string& name, std::span<const float> w, std::span<const float> u,
+                         const std::vector<formats::Format>& formats);
+
+// Adds the counts of `r` to `total` (rates recomputed; `total` takes the formats of `r` when it has none).
+void add_report(SwampReport& total, const SwampReport& r);
 
 // u = fl32(-lr * g) for each g.
 std::vector<float> sgd_updates(std::span<const float> grads, float lr);
@@ -41,7 +54,7 @@ std::vector<float> sgd_updates(std::span<const float> grads, float lr);
 struct SwampAnalysis {
   std::vector<SwampReport> tensors;
   SwampReport total;  // counts summed over the tensors, rates recomputed
-  std::vector<ReadFailure> failures;
+  std::vector<ReadFailure> failures;  // files named by the path given (and the path below it for a directory)
   std::vector<std::string> unmatched;  // tensors on one side only, or whose shapes differ
 };
 
@@ -49,6 +62,6 @@ struct SwampAnalysis {
 // relative file path and tensor name). `lr`: the second path holds gradients.
 // Throws io::FileError only when a path does not exist.
 SwampAnalysis swamp_paths(const std::filesystem::path& weights, const std::filesystem::path& updates,
-                          std::optional<float> lr);
+                          std::optional<float> lr, const std::vector<formats::Format>& formats);
 
 }  // namespace mpverify::analysis
