@@ -316,8 +316,9 @@ void ran_section(const BlockScaledConfig& c, std::string& md) {
         "steps (the defaults' batches) took 311 CPU-seconds: a block-scaled step costs about 0.4 s for the CNN "
         "(batch 32) and 0.9 s for the transformer (16 windows of 32 tokens), bf16-o1 about half that, fp32 on "
         "`ref` little, and each run adds 1–2 s of setup and evaluation. By those costs the 18 sides × 3 seeds "
-        "of the default (80 CNN steps, 60 transformer steps) come to about 2,100 CPU-seconds: about 18 minutes "
-        "on 2 idle cores, within the experiment's 25. 3 seeds rather than 2 because the paired interval with 1 "
+        "of the default (80 CNN steps, 60 transformer steps) come to about 2,100 CPU-seconds; the default run "
+        "itself measured 1,567 CPU-seconds (26 minutes of wall time while other work shared the 2 cores): about "
+        "13 to 15 minutes on 2 idle cores, within the experiment's 25. 3 seeds rather than 2 because the paired interval with 1 "
         "degree of freedom is 2.2 times as wide as with 2 (6.31 against 2.92 standard errors at 90%).\n\n";
 }
 
