@@ -1,10 +1,10 @@
 """Integration test: train a tiny model in PyTorch, dump it with
-tools/mpverify_dump.py (and with numpy's own writers), and hold mpverify's
+mpverify.torch.Dumper (and with numpy's own writers), and hold mpverify's
 counts against what PyTorch itself produces for the same tensors:
   analyze: underflow to zero, subnormal and overflow of x.mul(S).half() and
            x.mul(S).bfloat16() (x.float() first for half/bf16 tensors), exactly;
   swamp:   lost updates of w + u in fp16/bf16 and fp32, exactly.
-Usage: torch_dump_test.py MPVERIFY_BIN TOOLS_DIR WORK_DIR. Exit 77 (skipped)
+Usage: torch_dump_test.py MPVERIFY_BIN PYTHON_PACKAGE_DIR WORK_DIR (build/python). Exit 77 (skipped)
 when torch or numpy cannot be imported, 1 on any mismatch.
 """
 import json
@@ -21,9 +21,10 @@ except ImportError as e:
     print(f"SKIP: {e} (install python3-torch python3-numpy)")
     sys.exit(77)
 
-mpverify, tools, work = sys.argv[1], sys.argv[2], sys.argv[3]
-sys.path.insert(0, tools)
-from mpverify_dump import TensorDumper, write_safetensors  # noqa: E402
+mpverify, package_dir, work = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, package_dir)
+from mpverify.torch import Dumper  # noqa: E402
+from mpverify.torch.safetensors import write_safetensors  # noqa: E402
 
 checks = 0
 failures = []
@@ -48,11 +49,11 @@ shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 torch.manual_seed(0)
 
-# --- a tiny model trained for a few steps, dumped by the hook module ----------
+# --- a tiny model trained for a few steps, dumped by the Dumper ----------
 model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
 lr = 0.05
 opt = torch.optim.SGD(model.parameters(), lr=lr)
-dumper = TensorDumper(model, os.path.join(work, "dump"))
+dumper = Dumper(model, os.path.join(work, "dump"))
 for step in range(3):
     x = torch.randn(16, 8)
     y = torch.randn(16, 4)

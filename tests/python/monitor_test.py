@@ -1,0 +1,301 @@
+"""The Python module and mpverify.torch against independent implementations.
+
+Run by ctest as: /usr/bin/python3 -m pytest -q tests/python/monitor_test.py with PYTHONPATH=BUILD/python
+and MPVERIFY_BIN=BUILD/mpverify. Skipped (exit 77 from the wrapper's --skip) when torch is missing.
+Every expected value here is computed by torch's own casts, by the CLI, or by a transcription of
+the upstream rule, never by the code under test.
+"""
+import json
+import math
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import mpverify  # noqa: E402
+import mpverify.torch as mt  # noqa: E402
+from mpverify.torch.safetensors import write_safetensors  # noqa: E402
+
+MPVERIFY = os.environ.get("MPVERIFY_BIN", "build/mpverify")
+
+
+def cli(*args, check=True):
+    r = subprocess.run([MPVERIFY, *map(str, args)], capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"mpverify {' '.join(map(str, args))} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+# --- a small CNN and a training loop, seeded --------------------------------------------------------
+
+class Spike(torch.autograd.Function):
+    """Identity forward; backward multiplies the gradient by `factor` (inf plants a non-finite dx)."""
+
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor, None
+
+
+class SpikeModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backward_factor = 1.0
+
+    def forward(self, x):
+        return Spike.apply(x, self.backward_factor)
+
+
+def small_cnn():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(inplace=True), SpikeModule(), torch.nn.Conv2d(4, 6, 3),
+        torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(6 * 4 * 4, 10))
+
+
+def batches(seed, steps, n=16):
+    g = torch.Generator().manual_seed(1000 + seed)
+    for _ in range(steps):
+        x = torch.randn(n, 1, 8, 8, generator=g)
+        yield x, (x[:, 0, :4, :].sum(dim=(1, 2)) > 0).long() + 2 * (x[:, 0, 4:, :].sum(dim=(1, 2)) > 0).long()
+
+
+def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor=1.0, hooks=None):
+    torch.manual_seed(seed)
+    model = small_cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="small-cnn",
+                         verbose=False)
+    if hooks:
+        hooks(model, monitor)
+    for step, (x, y) in enumerate(batches(seed, steps)):
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = torch.nn.functional.cross_entropy(model(x), y) * loss_factor
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        monitor.step(loss)
+    with torch.no_grad():
+        x, y = next(batches(seed + 500, 1, n=200))
+        accuracy = float((model(x).argmax(1) == y).float().mean())
+    monitor.evaluation(test_accuracy=accuracy, test_size=200)
+    monitor.close()
+    return model
+
+
+def read_lines(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+# --- the run directory: read by compare-runs and gate unchanged ---------------------------------------
+
+def test_monitor_directories_pass_compare_runs_and_gate(tmp_path):
+    for seed in (1, 2, 3):
+        train(tmp_path / "fp32" / f"seed-{seed}", seed)
+        train(tmp_path / "bf16" / f"seed-{seed}", seed, autocast=True, scaler=mt.GradScaler("torch"))
+    for side in ("fp32", "bf16"):
+        mpverify.write_ensemble_manifest(tmp_path / side, [1, 2, 3])
+    steps = read_lines(tmp_path / "fp32" / "seed-1" / "steps.jsonl")
+    assert [s["step"] for s in steps] == list(range(50))
+    for key in ("loss", "scale", "skipped", "found_inf", "underflow_rate", "lost_update_rate", "nonfinite"):
+        assert key in steps[0], key
+    cmp = cli("compare-runs", tmp_path / "fp32" / "seed-1", tmp_path / "bf16" / "seed-1", "--json")
+    assert json.loads(cmp.stdout)  # parsed, exit 0
+    for metric, margin in (("loss", 0.5), ("accuracy", 20)):
+        r = cli("gate", "--baseline", tmp_path / "fp32", "--candidate", tmp_path / "bf16", "--metric", metric,
+                "--margin", margin, "--json", check=False)
+        assert r.returncode in (0, 1, 3), r.stderr  # a verdict, not bad input (2)
+        verdict = json.loads(r.stdout)
+        assert verdict["n_baseline"] == 3 and verdict["method"] == "paired"
+        # The same through the module's gate().
+        assert mpverify.gate(tmp_path / "fp32", tmp_path / "bf16", metric=metric, margin=margin)["verdict"] == \
+            verdict["verdict"]
+    summary = json.load(open(tmp_path / "bf16" / "seed-1" / "summary.json"))
+    assert summary["config"]["recipe"] == "autocast-bfloat16" and summary["config"]["scaler"] == "torch"
+
+
+# --- the counts equal a brute-force recount with torch's casts --------------------------------------
+
+def fp16_counts(v):
+    """Underflow to zero, subnormal and overflow of float32 values v cast to fp16 by torch."""
+    v = v.detach().float().flatten()
+    nz = (v != 0) & torch.isfinite(v)
+    h = v.half().float()
+    return {"nonzero": int(nz.sum()), "underflow": int((nz & (h == 0)).sum()),
+            "subnormal": int((nz & (h != 0) & (h.abs() < 2.0 ** -14)).sum()),
+            "overflow": int((nz & torch.isinf(h)).sum())}
+
+
+def test_monitor_counts_equal_torch_casts(tmp_path):
+    captured = {}
+
+    def hooks(model, monitor):
+        # Registered after the Monitor's: they see the same outputs and gradients on step 3.
+        def keep(name):
+            def hook(module, inputs, output):
+                if monitor._step == 3:
+                    captured[name + ".y"] = output.detach().clone()
+                    output.register_hook(lambda g: captured.__setitem__(name + ".dy", g.detach().clone()))
+            return hook
+        for name, m in model.named_modules():
+            if name in ("0", "3", "6"):
+                m.register_forward_hook(keep(name))
+
+    # A loss factor of 2^-20 and a static scale of 2^10 put gradients where fp16 loses some.
+    scaler = mt.GradScaler("static", scale=1024)
+    model = train(tmp_path / "run", 7, steps=4, scaler=scaler, loss_factor=2.0 ** -20, hooks=hooks)
+    lines = [t for t in read_lines(tmp_path / "run" / "tensors.jsonl") if t["step"] == 3]
+    checked = 0
+    for key, value in captured.items():
+        layer, tensor = key.split(".")
+        line = next(t for t in lines if t["layer"] == layer and t["tensor"] == tensor)
+        assert line["format"] == "fp16" and line["stored_in"] == "fp32"
+        c = fp16_counts(value)  # dy as backward computed it: already at the scale
+        assert line["nonzero_finite"] == c["nonzero"], key
+        assert round(line["underflow_to_zero_rate"] * c["nonzero"]) == c["underflow"], key
+        assert round(line["subnormal_rate"] * c["nonzero"]) == c["subnormal"], key
+        assert round(line["overflow_rate"] * c["nonzero"]) == c["overflow"], key
+        checked += 1
+    assert checked == 6
+    # Weight gradients: measured unscaled at the scale; g * 1024 is exact in float32 (a power of two).
+    grads = {t["layer"] + "." + t["tensor"]: t for t in lines if t["role"] == "weight_grad"}
+    assert grads["6.weight.grad"]["scale"] == 1024
+    # The step line's rate sums every gradient record of the step (activation and weight).
+    total = {"nonzero": 0, "underflow": 0}
+    for t in lines:
+        if t["role"] in ("activation_grad", "weight_grad"):
+            total["nonzero"] += t["nonzero_finite"]
+            total["underflow"] += round(t["underflow_to_zero_rate"] * t["nonzero_finite"])
+    step3 = read_lines(tmp_path / "run" / "steps.jsonl")[3]
+    assert step3["underflow_rate"] == pytest.approx(total["underflow"] / total["nonzero"], rel=1e-12)
+    assert step3["underflow_rate"] > 0, "the loss factor should make fp16 lose some gradients"
+    assert step3["underflow_rate_unscaled"] >= step3["underflow_rate"]
+    del model
+
+
+# --- provenance: the module that produced the first non-finite value --------------------------------
+
+def test_provenance_names_the_module_in_forward_and_backward(tmp_path):
+    def forward_inf(model, monitor):
+        # Module "3"'s input turns non-finite on step 2 (a pre-hook, which is no module's output): the
+        # first module output that is non-finite is "3"'s, in forward.
+        def hook(module, inputs):
+            if monitor._step == 2:
+                return (inputs[0] * float("inf"),)
+        model[3].register_forward_pre_hook(hook)
+
+    train(tmp_path / "fwd", 1, steps=4, hooks=forward_inf, scaler=mt.GradScaler("torch"))
+    steps = read_lines(tmp_path / "fwd" / "steps.jsonl")
+    assert steps[2]["nonfinite"]["layer"] == "3" and steps[2]["nonfinite"]["pass"] == "forward"
+    assert steps[2]["skipped"] and steps[2]["found_inf"]
+    assert steps[1]["nonfinite"] is None and not steps[1]["skipped"]
+    assert steps[3]["scale"] == steps[2]["scale"] / 2  # torch's backoff after the skipped step
+
+    def backward_inf(model, monitor):
+        def hook(module, inputs):
+            module.backward_factor = float("inf") if monitor._step == 1 else 1.0
+        model[2].register_forward_pre_hook(hook)
+
+    train(tmp_path / "bwd", 1, steps=3, hooks=backward_inf, scaler=mt.GradScaler("torch"))
+    steps = read_lines(tmp_path / "bwd" / "steps.jsonl")
+    first = steps[1]["nonfinite"]
+    assert (first["layer"], first["pass"]) == ("2", "backward"), first  # the Spike module's dx
+    assert steps[1]["skipped"] and not steps[0]["skipped"] and not steps[2]["skipped"]
+
+
+# --- the GradScaler against torch's rule ---------------------------------------------------------
+
+def test_grad_scaler_follows_torch_rule():
+    # Transcription of torch's _amp_update_scale_ (aten/src/ATen/native/cuda/AmpKernels.cu,
+    # _amp_update_scale_cuda_kernel): found_inf -> scale *= backoff, tracker = 0; else tracker += 1 and
+    # at growth_interval scale *= growth (kept only if finite), tracker = 0. Scale kept in float32.
+    scale, tracker, interval = np.float32(2.0 ** 16), 0, 3
+    ours = mt.GradScaler("torch", init=2 ** 16, interval=interval)
+    w = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([w], lr=0.0)
+    for found in [False, False, False, True, False, True, True, False, False, False, False]:
+        assert ours.get_scale() == float(scale)
+        opt.zero_grad()
+        (ours.scale((w * (float("inf") if found else 1.0)).sum())).backward()
+        ours.step(opt)
+        ours.update()
+        if found:
+            scale, tracker = np.float32(scale * np.float32(0.5)), 0
+        else:
+            tracker += 1
+            if tracker == interval:
+                grown = np.float32(scale * np.float32(2.0))
+                scale, tracker = (grown if np.isfinite(grown) else scale), 0
+    assert ours.get_scale() == float(scale)
+
+
+def test_grad_scaler_unscales_like_torch():
+    # torch/cuda/amp/grad_scaler.py, _unscale_grads_: inv_scale = self._scale.double().reciprocal().float().
+    s = 3.0 * 2 ** 14  # not a power of two: the rounding of 1/s shows
+    ours = mt.GradScaler("static", scale=s)
+    w = torch.nn.Parameter(torch.linspace(-1, 1, 101))
+    opt = torch.optim.SGD([w], lr=0.0)
+    ours.scale((w * w).sum()).backward()
+    scaled = w.grad.clone()
+    ours.unscale_(opt)
+    inverse = torch.tensor(s, dtype=torch.float64).reciprocal().float()
+    assert torch.equal(w.grad, scaled * inverse)
+
+
+# --- the module's round/quantize/analyze equal the CLI on the same data -----------------------------
+
+def test_module_equals_cli(tmp_path):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(8, 64, generator=g) * 2.0 ** torch.randint(-12, 12, (8, 64), generator=g)
+    xb = x.bfloat16()
+    write_safetensors(str(tmp_path / "x.safetensors"), {"x": x, "xb": xb})
+    for name, t in (("x", x), ("xb", xb)):
+        for scheme in ("mxfp8-e4m3", "nvfp4", "fp8-tile1x128"):
+            ours = mpverify.quantize(t, scheme)
+            r = cli("quantize", f"{tmp_path}/x.safetensors:{name}", "--scheme", scheme, "--out", tmp_path / "q.npz",
+                    "--json")
+            theirs = np.load(tmp_path / "q.npz")
+            assert np.array_equal(ours["values"], theirs["values"]), (name, scheme)
+            assert np.array_equal(ours["codes"], theirs["codes"]), (name, scheme)
+            assert np.array_equal(ours["scales"], theirs["scales"]), (name, scheme)
+            counts = json.loads(r.stdout)
+            for k in ("saturated", "underflow_to_zero", "inexact"):
+                assert ours["counters"][k] == counts[k], (name, scheme, k)
+    values = [1e-8, 0.1, 448.0, 500.0, -3.3, 2.0 ** -10]
+    ours, _ = mpverify.round(np.array(values, dtype=np.float64), "fp8-e4m3")
+    theirs = json.loads(cli("round", "--format", "fp8-e4m3", "--json", *values).stdout)
+    # JSON has no NaN: the CLI writes "nan" (500 overflows E4M3, which has no infinity).
+    assert np.array_equal(ours, np.array([float(t["value"]) for t in theirs], dtype=np.float32), equal_nan=True)
+    # round() of a bfloat16 tensor by its bits equals torch's own cast of the same tensor to float16.
+    v, counts = mpverify.round(xb, "fp16")
+    assert torch.equal(torch.from_numpy(v), xb.float().half().float())
+    # analyze() equals `mpverify analyze --json` on the file.
+    ours = mpverify.analyze(x, "fp16", scales=[1, 1024])
+    theirs = json.loads(cli("analyze", f"{tmp_path}/x.safetensors", "--format", "fp16", "--scales", "1,1024",
+                            "--json", "--only", "x").stdout)["results"]
+    for a, b in zip(ours, theirs):
+        for k in ("underflow_to_zero", "subnormal", "overflow", "nonzero_finite"):
+            assert a[k] == b[k], k
+
+
+def test_errors_carry_the_core_message():
+    with pytest.raises(ValueError, match="unknown format 'fp17'"):
+        mpverify.round([1.0], "fp17")
+    with pytest.raises(ValueError, match="unknown block scheme"):
+        mpverify.quantize(np.ones(32, np.float32), "mxfp9")
+    with pytest.raises(ValueError, match="margin is required"):
+        mpverify.gate("a", "b")
+    with pytest.raises(TypeError, match="not a floating-point type"):
+        mpverify.round(torch.ones(3, dtype=torch.int32), "fp16")
+    assert math.isclose(mpverify.format_info("bf16")["max_finite"], 3.3895313892515355e38)
