@@ -18,6 +18,7 @@ C++ recorder as `mpverify train` (training/step_recorder.h): against its own
 format, or against `study_format` where it is float32.
 """
 import atexit
+import os
 import sys
 import weakref
 
@@ -28,6 +29,7 @@ from .. import _core, lost_updates
 from .._tensors import as_input
 from ._formats import format_of
 from .provenance import Provenance, has_nonfinite
+from .run_files import JsonLines
 
 
 class Monitor:
@@ -53,9 +55,10 @@ class Monitor:
                         "backend": "torch", "study_format": study_format, "record_every": every,
                         "recipe": None, "batch_size": None, **(config or {})}
         self._recorder = _core.StepRecorder(study_format)
-        self._steps = _core.RunLog(self.out, 10, "steps.jsonl")
-        self._tensors = _core.RunLog(self.out, 10, "tensors.jsonl")
-        self._histograms = _core.RunLog(self.out, 10, "histograms.jsonl")
+        self._summary = _core.RunLog(self.out, 1, "steps.jsonl.unused")  # writes summary.json atomically
+        self._steps = JsonLines(os.path.join(self.out, "steps.jsonl"), 1)
+        self._tensors = JsonLines(os.path.join(self.out, "tensors.jsonl"), 10)
+        self._histograms = JsonLines(os.path.join(self.out, "histograms.jsonl"), 10)
         self._provenance = Provenance()
         self._names = {m: n or "model" for n, m in model.named_modules()}
         self._params = {p: n for n, p in model.named_parameters() if p.requires_grad}
@@ -83,6 +86,8 @@ class Monitor:
         for h in self._recorder.take_histogram_lines():
             self._histograms.append(h)
         self._steps.append(line)
+        for log in (self._tensors, self._histograms, self._steps):
+            log.end_step()
         self._report_nonfinite(line)
         self._last_loss = value
         self._skipped += bool(line["skipped"])
@@ -108,7 +113,7 @@ class Monitor:
         self._handles = []
         self._restore_wrappers()
         for log in (self._tensors, self._histograms, self._steps):
-            log.flush()
+            log.close()
         self._write_summary()
         self._closed = True
 
@@ -306,7 +311,7 @@ class Monitor:
                    "thresholds": self._recorder.thresholds()}
         if self._evaluation is not None:
             summary["evaluation"] = self._evaluation
-        self._steps.write_summary(summary)
+        self._summary.write_summary(summary)
 
 
 def _finite(v):

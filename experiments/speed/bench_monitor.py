@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""The Monitor's overhead on a CPU training step of a small CNN, as ratios to the plain step.
+
+Usage: PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py [--repeats 5] [--steps 40]
+           [--threads 1] [--json]
+
+Three loops on the same model, data and seed, interleaved (plain, every=10, every=1, plain, ...) so that
+the machine's drift hits all three alike: the plain loop (forward, backward, SGD step), the same under
+Monitor(every=10) and under Monitor(every=1). Each repeat times `--steps` steps after 3 warm-up steps
+and gives the ratios monitored / plain of that repeat; the median and the range over repeats are printed.
+Runs go to a temporary directory that is removed.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+
+import mpverify.torch as mt
+
+
+def model_and_data(seed, steps, batch=32):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    g = torch.Generator().manual_seed(seed)
+    data = [(torch.randn(batch, 1, 28, 28, generator=g), torch.randint(0, 10, (batch,), generator=g))
+            for _ in range(steps)]
+    return model, data
+
+
+def run(every, steps, out):
+    """Seconds for `steps` timed steps (after 3 untimed ones); every=None: no Monitor."""
+    model, data = model_and_data(0, steps + 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    monitor = mt.Monitor(model, opt, out=out, every=every, verbose=False) if every else None
+    for i, (x, y) in enumerate(data):
+        if i == 3:
+            start = time.perf_counter()
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if monitor:
+            monitor.step(loss)
+    seconds = time.perf_counter() - start
+    if monitor:
+        monitor.close()
+    return seconds
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1: less noise)")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    if a.repeats < 1 or a.steps < 10:
+        p.error("--repeats must be at least 1 and --steps at least 10")
+    torch.set_num_threads(a.threads)
+    work = tempfile.mkdtemp(prefix="mpverify-bench-monitor-")
+    ratios = {10: [], 1: []}
+    try:
+        for r in range(a.repeats):
+            plain = run(None, a.steps, None)
+            for every in (10, 1):
+                ratios[every].append(run(every, a.steps, os.path.join(work, f"r{r}-e{every}")) / plain)
+            print(f"repeat {r + 1}/{a.repeats}: every=10 {ratios[10][-1]:.3f}x, every=1 {ratios[1][-1]:.3f}x",
+                  file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {f"every_{e}": {"median": statistics.median(v), "min": min(v), "max": max(v), "ratios": v}
+              for e, v in ratios.items()}
+    result.update(repeats=a.repeats, steps=a.steps, threads=a.threads, torch=torch.__version__)
+    if a.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for e in (10, 1):
+            s = result[f"every_{e}"]
+            print(f"Monitor(every={e}): {s['median']:.3f}x the plain step (range {s['min']:.3f} to {s['max']:.3f} "
+                  f"over {a.repeats} repeats of {a.steps} steps)")
+
+
+if __name__ == "__main__":
+    main()
