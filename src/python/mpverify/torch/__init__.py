@@ -4,3 +4,4 @@ Dumper (tensors per step for `mpverify analyze` and `swamp`) and emulate()
 from .grad_scaler import GradScaler
 from .monitor import Monitor
 from .dumper import Dumper
+from .emulate import emulate, emulated_matmul
