@@ -99,41 +99,11 @@ py::tuple round_array(const py::array& x, const std::string& bits, const std::st
   return py::make_tuple(float_array(out, in.shape()), counters_dict(c));
 }
 
-py::dict block_counters_dict(const emu::BlockCounters& c) {
-  py::dict d;
-  d["elements"] = c.elements;
-  d["blocks"] = c.blocks;
-  d["nonfinite_in"] = c.nonfinite_in;
-  d["saturated"] = c.saturated;
-  d["underflow_to_zero"] = c.underflow_to_zero;
-  d["subnormal"] = c.subnormal;
-  d["scales_clamped"] = c.scales_clamped;
-  d["inexact"] = c.inexact;
-  return d;
-}
-
-emu::BlockScheme scheme_named(const std::string& name, bool tile16) {
-  const emu::BlockScheme* s = emu::find_block_scheme(name);
-  if (!s) {
-    std::string names;
-    for (const emu::BlockScheme& b : emu::block_schemes()) names += (names.empty() ? "" : ", ") + b.name;
-    throw std::invalid_argument("unknown block scheme '" + name + "' (schemes: " + names + ")");
-  }
-  emu::BlockScheme scheme = *s;
-  if (tile16) {
-    if (scheme.scale_format != emu::ScaleFormat::ue4m3_fp32)
-      throw std::invalid_argument("tile='16x16' is for the nvfp4 scheme (its 2-D weight blocks), not " + name);
-    scheme.block_rows = scheme.block_cols = 16;
-  }
-  return scheme;
-}
-
 py::dict quantize_blocks(const py::array& x, const std::string& bits, const std::string& scheme_name, int axis,
                          const std::string& scale_rule, const std::string& tile, const std::string& rounding,
                          std::uint64_t seed, std::uint64_t stream) {
   const FloatInput in(x, bits, "quantize: x");
-  if (!tile.empty() && tile != "16x16") throw std::invalid_argument("tile must be '16x16' or empty, not '" + tile + "'");
-  const emu::BlockScheme scheme = scheme_named(scheme_name, !tile.empty());
+  const emu::BlockScheme scheme = block_scheme(scheme_name, tile);
   emu::BlockQuantizeOptions options;
   if (!scale_rule.empty()) {
     if (scheme.scale_format != emu::ScaleFormat::e8m0)
@@ -181,8 +151,40 @@ py::dict counters_dict(const emu::Counters& c) {
   d["subnormal"] = c.subnormal;
   d["overflow"] = c.overflow;
   d["nan_created"] = c.nan_created;
+  d["addends_nonzero"] = c.addends_nonzero;
+  d["swamped"] = c.swamped;
+  d["truncated"] = c.truncated;
   return d;
 }
+
+py::dict block_counters_dict(const emu::BlockCounters& c) {
+  py::dict d;
+  d["elements"] = c.elements;
+  d["blocks"] = c.blocks;
+  d["nonfinite_in"] = c.nonfinite_in;
+  d["saturated"] = c.saturated;
+  d["underflow_to_zero"] = c.underflow_to_zero;
+  d["subnormal"] = c.subnormal;
+  d["scales_clamped"] = c.scales_clamped;
+  d["inexact"] = c.inexact;
+  return d;
+}
+
+emu::BlockScheme block_scheme(const std::string& name, const std::string& tile) {
+  const emu::BlockScheme* s = emu::find_block_scheme(name);
+  if (!s) {
+    std::string names;
+    for (const emu::BlockScheme& b : emu::block_schemes()) names += (names.empty() ? "" : ", ") + b.name;
+    throw std::invalid_argument("unknown block scheme '" + name + "' (schemes: " + names + ")");
+  }
+  emu::BlockScheme scheme = *s;
+  if (tile.empty()) return scheme;
+  if (tile != "16x16" || scheme.scale_format != emu::ScaleFormat::ue4m3_fp32)
+    throw std::invalid_argument("tile '" + tile + "' is nvfp4's 16x16 weight tile, not for " + name);
+  scheme.block_rows = scheme.block_cols = 16;
+  return scheme;
+}
+
 
 void bind_formats(py::module_& m) {
   m.def("format_info", &format_info, py::arg("name"),

@@ -78,15 +78,6 @@ emu::GemmPolicy gemm_policy(const std::string& format_a, const std::string& form
   return p;
 }
 
-// A site's counters with the accumulation's own counts (lost updates, truncated terms) beside the rounding's.
-py::dict site_dict(const emu::Counters& c) {
-  py::dict d = counters_dict(c);
-  d["addends_nonzero"] = c.addends_nonzero;
-  d["swamped"] = c.swamped;
-  d["truncated"] = c.truncated;
-  return d;
-}
-
 py::tuple emulated_gemm(const py::array& a, const std::string& a_bits, const py::array& b, const std::string& b_bits,
                         bool transpose_a, bool transpose_b, const std::string& format_a, const std::string& format_b,
                         const std::string& accumulation, int promotion, const std::string& output) {
@@ -100,21 +91,9 @@ py::tuple emulated_gemm(const py::array& a, const std::string& a_bits, const py:
     emu::gemm_emu(shape, in_a.values(), in_b.values(), c, policy, &counters);
   }
   py::dict sites;
-  for (const auto& [name, n] : counters.sites()) sites[py::str(name)] = site_dict(n);
+  for (const auto& [name, n] : counters.sites()) sites[py::str(name)] = counters_dict(n);
   const std::vector<std::size_t> c_shape{static_cast<std::size_t>(shape.m), static_cast<std::size_t>(shape.n)};
   return py::make_tuple(float_array(c, c_shape), sites);
-}
-
-// A block scheme by name; tile "16x16" makes NVFP4's 2-D weight tiles (as mpverify.quantize's tile=).
-emu::BlockScheme block_scheme(const std::string& name, const std::string& tile) {
-  const emu::BlockScheme* s = emu::find_block_scheme(name);
-  if (!s) throw std::invalid_argument("block_gemm: unknown block scheme '" + name + "'");
-  emu::BlockScheme scheme = *s;
-  if (tile.empty()) return scheme;
-  if (tile != "16x16" || scheme.scale_format != emu::ScaleFormat::ue4m3_fp32)
-    throw std::invalid_argument("block_gemm: tile '" + tile + "' is nvfp4's 16x16 weight tile, not for " + name);
-  scheme.block_rows = scheme.block_cols = 16;
-  return scheme;
 }
 
 emu::BlockScaledGemmPolicy block_policy(const std::string& scheme_a, const std::string& tile_a,
@@ -146,16 +125,8 @@ emu::BlockScaledGemmPolicy block_policy(const std::string& scheme_a, const std::
   return p;
 }
 
-py::dict block_counters_dict(const emu::BlockCounters& c, const emu::BlockStats& stats) {
-  py::dict d;
-  d["elements"] = c.elements;
-  d["blocks"] = c.blocks;
-  d["nonfinite_in"] = c.nonfinite_in;
-  d["saturated"] = c.saturated;
-  d["underflow_to_zero"] = c.underflow_to_zero;
-  d["subnormal"] = c.subnormal;
-  d["scales_clamped"] = c.scales_clamped;
-  d["inexact"] = c.inexact;
+py::dict operand_counters(const emu::BlockCounters& c, const emu::BlockStats& stats) {
+  py::dict d = block_counters_dict(c);
   d["sqnr_db"] = stats.sqnr_db();
   return d;
 }
@@ -178,9 +149,9 @@ py::tuple block_gemm(const py::array& a, const std::string& a_bits, const py::ar
   emu::Counters accumulate;
   emu::mma_counters_into(n.accumulate, accumulate);
   py::dict counters;
-  counters["a"] = block_counters_dict(n.a, n.stats_a);
-  counters["b"] = block_counters_dict(n.b, n.stats_b);
-  counters["accumulate"] = site_dict(accumulate);
+  counters["a"] = operand_counters(n.a, n.stats_a);
+  counters["b"] = operand_counters(n.b, n.stats_b);
+  counters["accumulate"] = counters_dict(accumulate);
   counters["promotions"] = n.promotions;
   counters["promotions_inexact"] = n.promotions_inexact;
   const std::vector<std::size_t> c_shape{static_cast<std::size_t>(shape.m), static_cast<std::size_t>(shape.n)};

@@ -4,6 +4,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
+#include "emu/block_quantize.h"
 #include "emu/counters.h"
 
 namespace mpverify::python {
@@ -14,7 +17,13 @@ void bind_training(pybind11::module_& m);  // bind_training.cpp: scalers, the re
 void bind_metrics(pybind11::module_& m);   // bind_metrics.cpp: the parity gate, FID, KID
 void bind_gemm(pybind11::module_& m);      // bind_gemm.cpp: emulated GEMMs (mpverify.torch.emulate)
 
-// A rounding's counters (emu/counters.h) as a dict.
+// A site's counters (emu/counters.h) as a dict: the rounding's, and an accumulation's (updates, lost
+// updates, truncated terms).
 pybind11::dict counters_dict(const emu::Counters& c);
+// A block quantization's counters (emu/block_quantize.h) as a dict.
+pybind11::dict block_counters_dict(const emu::BlockCounters& c);
+// A block scheme by name (emu::block_schemes); tile "16x16" makes NVFP4's 2-D weight tiles, "" none.
+// std::invalid_argument naming the schemes for an unknown name, or a tile the scheme cannot take.
+emu::BlockScheme block_scheme(const std::string& name, const std::string& tile);
 
 }  // namespace mpverify::python
