@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -152,6 +153,28 @@ TEST(RecordTensorStats, NonFiniteInputsAreCountedApart) {
   EXPECT_EQ(s.max_abs, 2.0);                        // the infinities are not its max
   EXPECT_EQ(s.histogram.nans, 1u);
   EXPECT_EQ(s.histogram.infinities, 2u);
+}
+
+// The scale-1 histogram reads exponents off the float bits; add(double), one value at a time, is the
+// definition it must agree with, on every kind of float: signed zeros, subnormals, normals, the top
+// binade, infinities and NaNs, and random bit patterns.
+TEST(RecordTensorStats, HistogramAtScale1EqualsTheDefinition) {
+  std::vector<float> x = {0.0f, -0.0f, 0x1p-149f, -0x1.8p-140f, 0x1.fffffep-127f, 0x1p-126f, 1.0f, -3.5f,
+                          0x1.fffffep127f, inf, -inf, nan};
+  std::mt19937 rng(11);
+  for (int i = 0; i < 20000; ++i) x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  emu::ExponentHistogram fast, definition;
+  fast.add(x, 1.0f);
+  for (const float v : x) definition.add(static_cast<double>(v));
+  EXPECT_EQ(fast.bins, definition.bins);
+  EXPECT_EQ(fast.zeros, definition.zeros);
+  EXPECT_EQ(fast.nans, definition.nans);
+  EXPECT_EQ(fast.infinities, definition.infinities);
+  EXPECT_EQ(fast.total(), x.size());
+  // And tensor_stats at scale 1 counts as the scalar path (the definition of each rounding) does.
+  const auto quick = record::tensor_stats(x, fp16, 1.0), scalar = record::tensor_stats(x, fp16, 1.0, record::StatsPath::scalar);
+  EXPECT_EQ(quick.counters, scalar.counters);
+  EXPECT_EQ(quick.max_abs, scalar.max_abs);
 }
 
 TEST(RecordTensorStats, ProductsOutsideFloatTakeTheScalarPath) {

@@ -35,6 +35,7 @@ void ExponentHistogram::add(double v) {
 }
 
 void ExponentHistogram::add(std::span<const float> values, float scale) {
+  if (scale == 1.0f) return add_unscaled(values);
   const double s = scale;
   for (const float x : values) {
     // The recorders histogram every tensor at every step: read the exponent
@@ -48,6 +49,21 @@ void ExponentHistogram::add(std::span<const float> values, float scale) {
     } else if (u == 0) {
       ++zeros;
     } else {
+      // normal: the biased exponent; subnormal: the top bit of the fraction (times 2^-149)
+      const int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 1 - 149;
+      ++bins[static_cast<std::size_t>(e - min_exponent)];
+    }
+  }
+}
+
+// Scale 1: every product is x itself, so the exponent is read off the float bits alone.
+void ExponentHistogram::add_unscaled(std::span<const float> values) {
+  for (const float x : values) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
+    if (u > 0x7f800000u) ++nans;
+    else if (u == 0x7f800000u) ++infinities;
+    else if (u == 0) ++zeros;
+    else {
       // normal: the biased exponent; subnormal: the top bit of the fraction (times 2^-149)
       const int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 1 - 149;
       ++bins[static_cast<std::size_t>(e - min_exponent)];

@@ -38,6 +38,8 @@ struct ExponentHistogram {
   // significant bits and an exponent well inside double's range, so the
   // product in double is not rounded.
   void add(std::span<const float> values, float scale = 1.0f);
+  // add(values, 1): the exponents read off the float bits.
+  void add_unscaled(std::span<const float> values);
 
   // All values counted: every bin plus zeros, NaNs, infinities, out of range.
   std::uint64_t total() const;

@@ -49,23 +49,29 @@ TensorStats tensor_stats(std::span<const float> x, const formats::Format& target
   TensorStats s;
   s.thresholds = emu::format_thresholds(target);
 
-  // Products computed once; `all_exact` decides the path.
-  std::vector<float> products(x.size());
+  // Products computed once; `all_exact` decides the path. At scale 1 (activations, and every tensor of a
+  // run without a loss scale) x is its own product: no copy, and the quantize path.
+  std::vector<float> products;
   bool all_exact = true;
-  float max_abs = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double v = static_cast<double>(x[i]) * scale;
-    all_exact = all_exact && exact_in_float(v);
-    products[i] = std::isnan(x[i]) ? x[i] : static_cast<float>(v);  // NaN kept as in x (payload, signalling bit)
-    if (std::isfinite(x[i])) max_abs = std::max(max_abs, std::fabs(x[i]));
+  if (scale != 1.0) {
+    products.resize(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double v = static_cast<double>(x[i]) * scale;
+      all_exact = all_exact && exact_in_float(v);
+      products[i] = std::isnan(x[i]) ? x[i] : static_cast<float>(v);  // NaN kept as in x (payload, signalling bit)
+    }
   }
+  const std::span<const float> exact = scale != 1.0 ? std::span<const float>(products) : x;
+  float max_abs = 0;
+  for (const float xi : x)
+    if (std::isfinite(xi)) max_abs = std::max(max_abs, std::fabs(xi));
   if (path == StatsPath::quantize && !all_exact)
     throw std::invalid_argument("tensor_stats: path quantize, but some x * scale is not exactly a float");
   if (path == StatsPath::automatic) path = all_exact ? StatsPath::quantize : StatsPath::scalar;
 
   if (path == StatsPath::quantize) {
     std::vector<float> rounded(x.size());
-    emu::quantize(products, rounded, emu::QuantizeSpec{target}, &s.counters);
+    emu::quantize(exact, rounded, emu::QuantizeSpec{target}, &s.counters);
   } else {
     const formats::RoundingContext rc{};
     for (const float xi : x) {

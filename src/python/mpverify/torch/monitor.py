@@ -22,7 +22,6 @@ import os
 import sys
 import weakref
 
-import numpy as np
 import torch
 
 from .. import _core, lost_updates
@@ -135,7 +134,7 @@ class Monitor:
         self._last_backward = None  # the module whose output gradient backward reached last
         self._grads_recorded = False
         self._lost = {}
-        self._unscaled = [0, 0]  # gradients' non-zero finite values, and those that become 0 at scale 1
+        self._unscaled = [0, 0]  # weight gradients' non-zero finite values, and those that become 0 at scale 1
 
     def _step_line(self, loss):
         found_inf = self._found_inf if self._found_inf is not None else self._provenance.first is not None
@@ -147,7 +146,7 @@ class Monitor:
             line.update(underflow_rate=g["underflow_rate"], subnormal_rate=g["subnormal_rate"],
                         overflow_rate=g["overflow_rate"], activation_underflow_rate=a["underflow_rate"],
                         activation_overflow_rate=a["overflow_rate"],
-                        underflow_rate_unscaled=_rate(self._unscaled[1], self._unscaled[0]))
+                        weight_grad_underflow_rate_unscaled=_rate(self._unscaled[1], self._unscaled[0]))
             line.update(self._lost_update_fields())
         line["nonfinite"] = self._provenance.first
         return line
@@ -212,7 +211,7 @@ class Monitor:
                 self._provenance.check(previous or "loss", "dx" if previous else "dloss", "backward", grad)
             self._last_backward = name
             if self._recording:
-                self._record(name, "dy", "activation_grad", "backward", grad, unscaled_count=True)
+                self._record(name, "dy", "activation_grad", "backward", grad)
         return hook
 
     def _param_grad_hook(self, name):
@@ -222,19 +221,12 @@ class Monitor:
             self._provenance.check(layer or "model", tensor + ".grad", "backward", grad)
         return hook
 
-    def _record(self, layer, tensor, role, pass_, t, scale=1.0, unscaled_count=False):
+    def _record(self, layer, tensor, role, pass_, t, scale=1.0):
         fmt = format_of(t.dtype)
         if fmt is None:
             return
         array, bits = as_input(t)
         self._recorder.record(layer, tensor, role, pass_, array, bits, fmt, scale)
-        if unscaled_count and self._scale != 1.0:
-            # What the gradient would lose at scale 1: the same values measured at 1/scale (as a float32
-            # value: exact when the scale is a power of two, as every strategy's scales are).
-            inverse = float(np.float32(1.0 / self._scale))
-            stats = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, inverse)
-            self._unscaled[0] += stats["nonzero_finite"]
-            self._unscaled[1] += stats["underflow_to_zero"]
 
     # --- optimizer and scaler ---------------------------------------------------------------------
 
