@@ -306,3 +306,26 @@ def test_errors_carry_the_core_message():
     with pytest.raises(TypeError, match="not a floating-point type"):
         mpverify.round(torch.ones(3, dtype=torch.int32), "fp16")
     assert math.isclose(mpverify.format_info("bf16")["max_finite"], 3.3895313892515355e38)
+
+
+# --- the Monitor on an emulated model ---------------------------------------------------------------
+
+def test_monitor_records_an_emulated_model(tmp_path):
+    torch.manual_seed(3)
+    model = mt.emulate(small_cnn(), "bf16")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    monitor = mt.Monitor(model, opt, out=tmp_path / "run", seed=3, verbose=False)
+    for x, y in batches(3, 3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        monitor.step(loss)
+    monitor.close()
+    lines = read_lines(tmp_path / "run" / "tensors.jsonl")
+    layers = {t["layer"] for t in lines if t["role"] == "activation"}
+    assert {"0", "3", "6"} <= layers  # the emulated Conv2d and Linear modules are recorded like any module
+    steps = read_lines(tmp_path / "run" / "steps.jsonl")
+    assert len(steps) == 3 and all(math.isfinite(s["loss"]) for s in steps)
+    # Their outputs are float32 tensors: measured against the study format (fp16), as any fp32 tensor.
+    assert all(t["format"] == "fp16" for t in lines if t["layer"] == "0" and t["tensor"] == "y")
