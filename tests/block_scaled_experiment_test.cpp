@@ -275,14 +275,17 @@ TEST_F(BlockScaledExperiment, ClaimAIsTheSaturationCountsAndTheRuleBlockByBlock)
       EXPECT_NE(md.find("\n" + row + "\n"), std::string::npos) << row;
     }
   // The verdict follows its rule from the counts and the block check.
-  ASSERT_EQ(result_->amax_checks.size(), 2u);
+  // One check per model and scheme: E4M3 with the threshold 448 / 2^8 = 1.75, E2M1 with 6 / 2^2 = 1.5.
+  ASSERT_EQ(result_->amax_checks.size(), 4u);
   bool rule_holds = true;
   for (const auto& a : result_->amax_checks) {
     EXPECT_GT(a.blocks, 0u);
     EXPECT_GT(a.tensors, 0u);
+    EXPECT_EQ(a.threshold, a.scheme == "mxfp4" ? 1.5 : 1.75) << a.scheme;
     rule_holds = rule_holds && a.above == a.above_saturated && a.below_saturated == 0 && a.rceil_saturated == 0;
-    const std::string row = "| " + a.model + " | " + std::to_string(a.tensors) + " | " + std::to_string(a.blocks) +
-                            " | " + std::to_string(a.above) + " | " + std::to_string(a.above_saturated) + " | " +
+    const std::string row = "| " + a.model + " | " + a.scheme + " (" + (a.scheme == "mxfp4" ? "1.50" : "1.75") +
+                            ") | " + std::to_string(a.tensors) + " | " + std::to_string(a.blocks) + " | " +
+                            std::to_string(a.above) + " | " + std::to_string(a.above_saturated) + " | " +
                             std::to_string(a.below_saturated) + " | " + std::to_string(a.rceil_saturated) + " |";
     EXPECT_NE(md.find("\n" + row), std::string::npos) << row;
   }

@@ -294,16 +294,19 @@ class TensorCapture : public nn::StoreObserver {
   }
 };
 
-// Counts, block by block, what floor and rceil do to one tensor cut into 1 x 32 blocks.
+// Counts, block by block, what floor and rceil do to one tensor cut into 1 x 32 blocks of the check's scheme.
+// OCP's floor scale is 2^(floor(log2 amax) - emax_elem), so amax / X = s * 2^emax_elem for amax's
+// significand s: above max_elem / 2^emax_elem (the threshold) the largest element saturates.
 void check_tensor(const std::vector<float>& x, AmaxCheck& check) {
-  const emu::BlockScheme& scheme = *emu::find_block_scheme("mxfp8-e4m3");
+  const emu::BlockScheme& scheme = *emu::find_block_scheme(check.scheme);
   const std::size_t shape[] = {x.size()};
   emu::BlockQuantizeOptions floor_rule, rceil_rule;
   floor_rule.scale_rule = emu::ScaleRule::floor;
   rceil_rule.scale_rule = emu::ScaleRule::rceil;
   const emu::BlockQuantized f = emu::block_quantize(x, shape, 0, scheme, floor_rule);
   const emu::BlockQuantized r = emu::block_quantize(x, shape, 0, scheme, rceil_rule);
-  const double max_elem = 448.0;
+  const double max_elem = scheme.element.max_finite();
+  const int emax_elem = scheme.element.emax();
   ++check.tensors;
   check.elements += f.counters.elements;
   check.floor_saturated_elements += f.counters.saturated;
@@ -318,7 +321,7 @@ void check_tensor(const std::vector<float>& x, AmaxCheck& check) {
     if (!finite || amax == 0) continue;
     int e = 0;
     const double significand = 2 * std::frexp(static_cast<double>(amax), &e);  // in [1, 2)
-    if (e - 1 - 8 < -127) continue;  // the floor scale would be clamped: the rule does not apply
+    if (e - 1 - emax_elem < -127) continue;  // the floor scale would be clamped: the rule does not apply
     const auto saturates = [&](const emu::BlockQuantized& q) {
       for (std::size_t i = lo; i < hi; ++i)
         if (std::fabs(static_cast<double>(x[i])) > max_elem * static_cast<double>(q.scales[b])) return true;
@@ -326,7 +329,7 @@ void check_tensor(const std::vector<float>& x, AmaxCheck& check) {
     };
     ++check.blocks;
     const bool floor_sat = saturates(f);
-    if (significand > 1.75) {
+    if (significand > check.threshold) {
       ++check.above;
       check.above_saturated += floor_sat;
     } else {
@@ -338,21 +341,25 @@ void check_tensor(const std::vector<float>& x, AmaxCheck& check) {
 
 }  // namespace
 
-AmaxCheck block_amax_check(const BlockScaledConfig& c, const std::string& model, std::size_t steps) {
+std::vector<AmaxCheck> block_amax_check(const BlockScaledConfig& c, const std::string& model, std::size_t steps) {
   TensorCapture capture;
   training::TrainConfig t = block_scaled_train_config(c, model, "mxfp8:scale_rule=floor");
   t.seed = 1;
   t.recorders = false;
   t.extra_observer = &capture;
   training::Trainer trainer(t);
-  AmaxCheck check;
-  check.model = model;
+  std::vector<AmaxCheck> checks;
+  for (const char* name : kAmaxCheckSchemes) {
+    const formats::Format& element = emu::find_block_scheme(name)->element;
+    checks.push_back({model, name, element.max_finite() / std::ldexp(1.0, element.emax())});
+  }
   for (std::size_t s = 0; s < steps && s < t.steps; ++s) {
     (void)trainer.step();
-    for (const std::vector<float>& x : capture.tensors) check_tensor(x, check);
+    for (const std::vector<float>& x : capture.tensors)
+      for (AmaxCheck& check : checks) check_tensor(x, check);
     capture.tensors.clear();
   }
-  return check;
+  return checks;
 }
 
 // --- Running ---------------------------------------------------------------------
@@ -420,7 +427,7 @@ std::vector<BlockScaledGate> gate_sides(const BlockScaledConfig& c, const Say& s
 }
 
 void decide_claims(const BlockScaledConfig& c, BlockScaledResult& result) {
-  // (a): rceil never saturates, floor does, and the blocks follow the 1.75 rule exactly.
+  // (a): rceil never saturates, floor does, and the blocks follow the 1.75 (E4M3) and 1.5 (E2M1) rules exactly.
   std::uint64_t floor_sat = 0, rceil_sat = 0;
   for (const char* model : kModels) {
     floor_sat += saturation_totals(c.runs / model / block_scaled_side_name("mxfp8:scale_rule=floor"), c.seeds).saturated;
@@ -467,8 +474,9 @@ BlockScaledResult run_block_scaled(const BlockScaledConfig& c, const std::functi
   train_runs(c, say);
   result.gates = gate_sides(c, say);
   if (c.amax_check) {
-    say("claim (a): the 1.75 rule on real blocks");
-    for (const char* model : kModels) result.amax_checks.push_back(block_amax_check(c, model, 2));
+    say("claim (a): the 1.75 and 1.5 rules on real blocks");
+    for (const char* model : kModels)
+      for (AmaxCheck& a : block_amax_check(c, model, 2)) result.amax_checks.push_back(std::move(a));
   }
   for (const char* model : kModels)
     for (const char* variant : {"nvfp4:high_precision_last=0", "nvfp4:hadamard=off", "nvfp4:dy_rounding=rne"})

@@ -75,20 +75,25 @@ training::TrainConfig block_scaled_train_config(const BlockScaledConfig& c, cons
                                                  const std::string& recipe);
 
 // Claim (a) checked on real tensors: the activations and activation gradients one short run stores
-// (mxfp8 with floor scales), cut into blocks of 32 consecutive elements and quantized to mxfp8-e4m3 with
-// floor and with rceil scales.
+// (mxfp8 with floor scales), cut into blocks of 32 consecutive elements and quantized with floor and with
+// rceil scales, once per element format: mxfp8-e4m3 (max 448 = 1.75 * 2^8: the threshold 1.75) and mxfp4
+// (E2M1, max 6 = 1.5 * 2^2: the threshold 1.5).
 struct AmaxCheck {
   std::string model;
+  std::string scheme;                   // mxfp8-e4m3 or mxfp4
+  double threshold = 0;                 // the element format's max_finite / 2^emax_elem
   std::size_t tensors = 0;
   std::uint64_t blocks = 0;             // blocks with a finite non-zero amax and an unclamped floor scale
-  std::uint64_t above = 0;              // of which amax's significand > 1.75
+  std::uint64_t above = 0;              // of which amax's significand > threshold
   std::uint64_t above_saturated = 0;    // of those, floor saturated the block's largest element
-  std::uint64_t below_saturated = 0;    // blocks at or below 1.75 that floor saturated (the rule says 0)
+  std::uint64_t below_saturated = 0;    // blocks at or below the threshold that floor saturated (the rule says 0)
   std::uint64_t rceil_saturated = 0;    // blocks rceil saturated (the claim says 0)
   std::uint64_t floor_saturated_elements = 0, elements = 0;
 };
-// Checks the tensors of one run of `model` (first `steps` steps, seed 1).
-AmaxCheck block_amax_check(const BlockScaledConfig& c, const std::string& model, std::size_t steps);
+// Checks the tensors of one run of `model` (first `steps` steps, seed 1): one check per scheme.
+std::vector<AmaxCheck> block_amax_check(const BlockScaledConfig& c, const std::string& model, std::size_t steps);
+// The schemes claim (a)'s block check quantizes with.
+inline constexpr const char* kAmaxCheckSchemes[] = {"mxfp8-e4m3", "mxfp4"};
 
 // A per-(layer, operand) mean of blocks.jsonl's rates over the recorded steps and seeds.
 struct OperandRates {

@@ -85,7 +85,7 @@ std::string seeds_text(const BlockScaledConfig& c) {
 void verdicts_section(const BlockScaledResult& r, std::string& md) {
   md += "## Verdicts\n\n| claim | verdict |\n|---|---|\n";
   md += "| (a) OCP floor scaling saturates the largest element of every E4M3 block whose amax significand exceeds "
-        "1.75; rceil never saturates | **" + r.verdict_a + "** |\n";
+        "1.75 (E2M1: 1.5); rceil never saturates | **" + r.verdict_a + "** |\n";
   md += "| (b) NVFP4 with every linear layer in FP4 trains worse than with the last layer(s) in BF16 | **" +
         r.verdict_b + "** |\n";
   md += "| (c) the random Hadamard transform and stochastic rounding of dy each narrow NVFP4's gap to BF16 | **" +
@@ -228,18 +228,21 @@ void claim_a_section(const BlockScaledConfig& c, const BlockScaledResult& r, std
   }
   md += "The rule itself, block by block: the activations and activation gradients that the first 2 steps of a "
         "`mxfp8:scale_rule=floor` run (seed 1) store in bf16, each cut into blocks of 32 consecutive elements "
-        "and quantized to `mxfp8-e4m3` with floor and with rceil scales (`emu::block_quantize`). Blocks with a "
-        "zero or non-finite amax, or whose floor scale would leave E8M0's range, are left out.\n\n";
-  md += "| model | tensors | blocks | amax significand > 1.75 | of those, floor saturated | at or below 1.75, "
-        "floor saturated | rceil saturated | floor's saturated elements / elements |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        "and quantized with floor and with rceil scales (`emu::block_quantize`) to `mxfp8-e4m3` (threshold "
+        "448 / 2^8 = 1.75) and to `mxfp4` (E2M1, threshold 6 / 2^2 = 1.5). Blocks with a zero or non-finite "
+        "amax, or whose floor scale would leave E8M0's range, are left out.\n\n";
+  md += "| model | scheme | tensors | blocks | amax significand > threshold | of those, floor saturated | at or below "
+        "it, floor saturated | rceil saturated | floor's saturated elements / elements |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const AmaxCheck& a : r.amax_checks)
-    md += "| " + a.model + " | " + std::to_string(a.tensors) + " | " + std::to_string(a.blocks) + " | " +
-          std::to_string(a.above) + " | " + std::to_string(a.above_saturated) + " | " +
-          std::to_string(a.below_saturated) + " | " + std::to_string(a.rceil_saturated) + " | " +
+    md += "| " + a.model + " | " + a.scheme + " (" + fixed(a.threshold, 2) + ") | " + std::to_string(a.tensors) +
+          " | " + std::to_string(a.blocks) + " | " + std::to_string(a.above) + " | " +
+          std::to_string(a.above_saturated) + " | " + std::to_string(a.below_saturated) + " | " +
+          std::to_string(a.rceil_saturated) + " | " +
           (a.elements ? rate_text(static_cast<double>(a.floor_saturated_elements) / static_cast<double>(a.elements))
                       : std::string("-")) + " |\n";
-  md += "\nThe claim holds block by block when the fifth column equals the fourth and the sixth and seventh are 0.\n\n";
+  md += "\nThe claim holds block by block when the sixth column equals the fifth and the seventh and eighth are "
+        "0.\n\n";
 }
 
 void comparison_table(const BlockScaledConfig& c, const BlockScaledResult& r, bool claim_b, std::string& md) {
@@ -317,8 +320,7 @@ void ran_section(const BlockScaledConfig& c, std::string& md) {
         "(batch 32) and 0.9 s for the transformer (16 windows of 32 tokens), bf16-o1 about half that, fp32 on "
         "`ref` little, and each run adds 1–2 s of setup and evaluation. By those costs the 18 sides × 3 seeds "
         "of the default (80 CNN steps, 60 transformer steps) come to about 2,100 CPU-seconds; the default run "
-        "itself measured 1,567 CPU-seconds (26 minutes of wall time while other work shared the 2 cores): about "
-        "13 to 15 minutes on 2 idle cores, within the experiment's 25. 3 seeds rather than 2 because the paired interval with 1 "
+        "itself took 1,632 CPU-seconds, 14 minutes on the 2 idle cores, within the experiment's 25. 3 seeds rather than 2 because the paired interval with 1 "
         "degree of freedom is 2.2 times as wide as with 2 (6.31 against 2.92 standard errors at 90%).\n\n";
 }
 
