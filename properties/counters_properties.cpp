@@ -21,6 +21,7 @@
 #include "formats/encoding.h"
 #include "formats/philox.h"
 #include "generators.h"
+#include "record/lost_updates.h"
 
 namespace mpverify::emu {
 // How RapidCheck prints a generated spec (ADL finds it).
@@ -521,6 +522,30 @@ RC_GTEST_PROP(SwampingProperties, SwampedMatchesSpacingRule, ()) {
               describe(c), ", expected addends_nonzero ", nonzero, " swamped ", lost);
   RC_CLASSIFY(lost > 0, "some lost");
   RC_CLASSIFY(lost < nonzero, "some not lost");
+}
+
+// The recorder's lost-update count without adding (mpverify::record::lost_update_counts, path spacing: a different
+// implementation of the rule above, on float bits) against the emulated additions (path adding), element
+// by element and in total, over the IEEE formats it takes: the weights are values of the format, as a
+// stored weight is.
+RC_GTEST_PROP(SwampingProperties, RecorderSpacingPathEqualsAdding, ()) {
+  auto& checks = expect_checks(100 * 20);
+  const Format f = *rc::gen::elementOf(std::vector<Format>{fm::parse_format("fp16"), fm::parse_format("bf16"),
+                                                           fm::parse_format("fp8-e5m2"), fm::parse_format("e4m3"),
+                                                           fm::parse_format("e8m10"), fm::parse_format("e3m2")});
+  const Pairs p = weight_update_pairs(f, static_cast<std::size_t>(*gen::uniform(1, 64)));
+  for (std::size_t i = 0; i < p.w.size(); ++i) {
+    const std::vector<float> w{p.w[i]}, u{p.u[i]};
+    const auto spaced = mpverify::record::lost_update_counts(w, u, f, mpverify::record::LostUpdatePath::spacing);
+    const auto added = mpverify::record::lost_update_counts(w, u, f, mpverify::record::LostUpdatePath::adding);
+    PROP_ASSERT(spaced.updates == added.updates && spaced.lost == added.lost, f, ": w=", Bits{f, p.w_bits[i]},
+                " = ", Exact{p.w[i]}, " u=", Exact{p.u[i]}, ": by spacing ", spaced.lost, " lost of ", spaced.updates,
+                ", by adding ", added.lost, " of ", added.updates);
+    checks.count();
+  }
+  const auto spaced = mpverify::record::lost_update_counts(p.w, p.u, f, mpverify::record::LostUpdatePath::spacing);
+  const auto added = mpverify::record::lost_update_counts(p.w, p.u, f, mpverify::record::LostUpdatePath::adding);
+  PROP_ASSERT(spaced.updates == added.updates && spaced.lost == added.lost, f, ": totals differ");
 }
 
 // --- 11. the ratio rules of formats.md for fp16 -------------------------------------------

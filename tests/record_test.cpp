@@ -175,6 +175,10 @@ TEST(RecordTensorStats, HistogramAtScale1EqualsTheDefinition) {
   const auto quick = record::tensor_stats(x, fp16, 1.0), scalar = record::tensor_stats(x, fp16, 1.0, record::StatsPath::scalar);
   EXPECT_EQ(quick.counters, scalar.counters);
   EXPECT_EQ(quick.max_abs, scalar.max_abs);
+  float largest_finite = 0;  // the definition, element by element
+  for (const float v : x)
+    if (std::isfinite(v)) largest_finite = std::max(largest_finite, std::fabs(v));
+  EXPECT_EQ(quick.max_abs, largest_finite);
 }
 
 TEST(RecordTensorStats, ProductsOutsideFloatTakeTheScalarPath) {
@@ -329,6 +333,41 @@ TEST(RecordLostUpdates, Fp16ByHand) {
   c = one(2047.0f, 0.89990234375f, fp16);
   EXPECT_EQ(c.lost, 0u);
   EXPECT_EQ(c.ratio_needed, 1u);
+}
+
+// fp32 (master weights) by spacing against the emulated additions, element by element: weights of every
+// binade (subnormals included), updates at the half gaps exactly, a float step either side of them, and
+// at random ratios around 2^24; and a w that is not a value of the format falls back to adding.
+TEST(RecordLostUpdates, SpacingPathEqualsAddingForFp32) {
+  const auto fp32 = formats::parse_format("fp32");
+  std::mt19937 rng(29);
+  std::vector<float> w, u;
+  for (int i = 0; i < 20000; ++i) {
+    const float wi = std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0xff7fffffu);  // finite
+    const int e = std::max(std::ilogb(wi), -126);
+    const float half_gap = std::ldexp(1.0f, e - 24 - static_cast<int>(rng() % 2));  // also the denser binade's
+    const float pick[] = {half_gap, std::nextafter(half_gap, 0.0f), std::nextafter(half_gap, HUGE_VALF),
+                          std::ldexp(std::fabs(wi), -22 - static_cast<int>(rng() % 6)) * (1.0f + 0x1p-23f * static_cast<float>(rng() % 1024))};
+    const float ui = pick[rng() % 4];
+    w.push_back(wi);
+    u.push_back(rng() % 2 ? ui : -ui);
+  }
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const std::vector<float> wi{w[i]}, ui{u[i]};
+    const auto spaced = record::lost_update_counts(wi, ui, fp32, record::LostUpdatePath::spacing);
+    const auto added = record::lost_update_counts(wi, ui, fp32, record::LostUpdatePath::adding);
+    ASSERT_EQ(spaced.lost, added.lost) << "w=" << std::hexfloat << w[i] << " u=" << u[i];
+    ASSERT_EQ(spaced.updates, added.updates) << "w=" << std::hexfloat << w[i] << " u=" << u[i];
+  }
+  const auto all = record::lost_update_counts(w, u, fp32);
+  EXPECT_GT(all.lost, 1000u);  // the sample reaches both outcomes
+  EXPECT_LT(all.lost, all.updates - 1000u);
+  // 1 + 2^-20 is not an fp16 value: spacing refuses it, automatic adds (2^-12 is lost on fp16's grid? no
+  // w is not on the grid: fl16(1 + 2^-20 + 2^-12) = 1 != w, so not lost).
+  const std::vector<float> off_grid{1.0f + 0x1p-20f}, small{0x1p-12f};
+  EXPECT_THROW(record::lost_update_counts(off_grid, small, fp16, record::LostUpdatePath::spacing), std::invalid_argument);
+  EXPECT_EQ(record::lost_update_counts(off_grid, small, fp16).lost, 0u);
+  EXPECT_EQ(record::lost_update_counts(off_grid, small, fp16).updates, 1u);
 }
 
 TEST(RecordLostUpdates, ZeroAndSubnormalWeights) {

@@ -56,18 +56,40 @@ void ExponentHistogram::add(std::span<const float> values, float scale) {
   }
 }
 
-// Scale 1: every product is x itself, so the exponent is read off the float bits alone.
+// Scale 1: every product is x itself, so the exponent is read off the float bits alone. Counted by
+// biased exponent field first (one increment per element, without a data-dependent branch: zeros, the
+// ReLU's half of a tensor, are interleaved at random with normal values and would defeat a branch
+// predictor), in four tables so that repeats of a field do not wait on each other's stores. Field 0 holds
+// zeros and subnormals, field 255 infinities and NaNs; both are split afterwards, the subnormals (rare)
+// by a second look at their elements.
 void ExponentHistogram::add_unscaled(std::span<const float> values) {
+  std::array<std::array<std::uint64_t, 256>, 4> by_field{};
+  std::uint64_t zero_count = 0, nan_count = 0;
+  const std::size_t n = values.size();
+  auto count = [&](std::size_t table, float x) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
+    ++by_field[table][u >> 23];
+    zero_count += u == 0;
+    nan_count += u > 0x7f800000u;
+  };
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    count(0, values[i]);
+    count(1, values[i + 1]);
+    count(2, values[i + 2]);
+    count(3, values[i + 3]);
+  }
+  for (; i < n; ++i) count(0, values[i]);
+  for (std::size_t field = 1; field < 255; ++field)
+    bins[static_cast<std::size_t>(static_cast<int>(field) - 127 - min_exponent)] +=
+        by_field[0][field] + by_field[1][field] + by_field[2][field] + by_field[3][field];
+  zeros += zero_count;
+  nans += nan_count;
+  infinities += by_field[0][255] + by_field[1][255] + by_field[2][255] + by_field[3][255] - nan_count;
+  if (by_field[0][0] + by_field[1][0] + by_field[2][0] + by_field[3][0] == zero_count) return;
   for (const float x : values) {
     const std::uint32_t u = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
-    if (u > 0x7f800000u) ++nans;
-    else if (u == 0x7f800000u) ++infinities;
-    else if (u == 0) ++zeros;
-    else {
-      // normal: the biased exponent; subnormal: the top bit of the fraction (times 2^-149)
-      const int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 1 - 149;
-      ++bins[static_cast<std::size_t>(e - min_exponent)];
-    }
+    if (u != 0 && u < 0x00800000u) ++bins[static_cast<std::size_t>(std::bit_width(u) - 1 - 149 - min_exponent)];
   }
 }
 

@@ -101,6 +101,14 @@ py::list lines(std::vector<nlohmann::json> v) {
   return out;
 }
 
+// Serialized in C++: turning each line into Python objects and back costs more than measuring the tensor.
+std::vector<std::string> lines_text(const std::vector<nlohmann::json>& v) {
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (const nlohmann::json& j : v) out.push_back(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return out;
+}
+
 void bind_scaler(py::module_& m) {
   py::class_<PyScaler>(m, "Scaler", "A loss-scale or FP8-scale strategy (`mpverify replay-scalers` lists them).")
       .def(py::init<const std::string&, const std::map<std::string, std::string>&>(), py::arg("name"),
@@ -132,19 +140,20 @@ void bind_recorder(py::module_& m) {
       .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
       .def("take_tensor_lines", [](training::StepRecorder& r) { return lines(r.take_tensor_lines()); })
       .def("take_histogram_lines", [](training::StepRecorder& r) { return lines(r.take_histogram_lines()); })
+      .def("take_tensor_lines_text", [](training::StepRecorder& r) { return lines_text(r.take_tensor_lines()); },
+           "take_tensor_lines as JSON text, one string per line (non-finite numbers as null)")
+      .def("take_histogram_lines_text",
+           [](training::StepRecorder& r) { return lines_text(r.take_histogram_lines()); },
+           "take_histogram_lines as JSON text, one string per line")
       .def("thresholds", [](const training::StepRecorder& r) { return to_python(r.thresholds()); });
 }
 
-void bind_run_log(py::module_& m) {
-  py::class_<record::RunLog>(m, "RunLog", "A run directory's JSON Lines log, published atomically.")
-      .def(py::init([](const std::string& dir, std::size_t publish_every, const std::string& file_name) {
-             return std::make_unique<record::RunLog>(dir, publish_every, file_name);
-           }),
-           py::arg("dir"), py::arg("publish_every"), py::arg("file_name"))
-      .def("append", [](record::RunLog& log, const py::object& line) { log.append(to_json(line)); }, py::arg("line"))
-      .def("flush", &record::RunLog::flush)
-      .def("write_summary", [](record::RunLog& log, const py::object& s) { log.write_summary(to_json(s)); },
-           py::arg("summary"));
+void bind_run_files(py::module_& m) {
+  m.def(
+      "write_summary",
+      [](const std::string& dir, const py::object& s) { record::write_summary(dir, to_json(s)); },
+      py::arg("dir"), py::arg("summary"),
+      "Writes DIR/summary.json atomically (a temporary file, fsync, rename), as `mpverify train` does.");
 }
 
 }  // namespace
@@ -152,7 +161,7 @@ void bind_run_log(py::module_& m) {
 void bind_training(py::module_& m) {
   bind_scaler(m);
   bind_recorder(m);
-  bind_run_log(m);
+  bind_run_files(m);
 }
 
 }  // namespace mpverify::python

@@ -1,11 +1,16 @@
 #include "record/lost_updates.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "emu/counters.h"
+#include "emu/lost_update.h"
 #include "emu/quantize.h"
 
 namespace mpverify::record {
@@ -18,18 +23,104 @@ void set_rates(LostUpdateCounts& c) {
   c.ratio_sufficient_rate = static_cast<double>(c.ratio_sufficient) / n;
 }
 
-LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format) {
+namespace {
+
+// The formats whose lost updates are decided by spacing (below): IEEE encoding and overflow, gradual
+// underflow, a fraction bit, and every value a float.
+struct SpacingRule {
+  int precision = 0, emin = 0, emax = 0;
+};
+
+std::optional<SpacingRule> spacing_rule(const formats::Format& f) {
+  using formats::Encoding, formats::Overflow;
+  if (f.encoding != Encoding::ieee || f.overflow != Overflow::ieee || !f.subnormals || !f.is_signed || !f.has_zero ||
+      f.mantissa_bits < 1 || f.precision() > 24 || f.emin() < -126 || f.emax() > 127)
+    return std::nullopt;
+  return SpacingRule{f.precision(), f.emin(), f.emax()};
+}
+
+// Whether fl(w + u) == w under round-to-nearest-even, decided without adding: for w != 0 a value of the
+// format and u != 0 finite, w + u rounds back to w exactly when |u| is below half the gap g from w to its
+// neighbour on u's side, or equal to it with w's last significand bit even (a tie goes to the even one of
+// two neighbours, and neighbours' encodings are consecutive integers). g is w's ulp 2^q,
+// q = max(e, emin) - p + 1, halved when u points toward zero from a binade's first value above the
+// smallest normal (the binade below is twice as dense). At the largest finite value, the neighbour on the
+// far side is 2^(emax+1), which IEEE rounding overflows to: the same rule.
+// All on the float bit patterns, without a data-dependent branch (a loop of these runs at a few
+// nanoseconds per element). `*not_a_value` is set when w is not a value of the format (the caller then
+// adds instead).
+bool swamped_by_spacing(std::uint32_t w_bits, std::uint32_t u_bits, const SpacingRule& r, bool* not_a_value) {
+  const std::uint32_t w_abs = w_bits & 0x7fffffffu, u_abs = u_bits & 0x7fffffffu;
+  const std::int32_t field = static_cast<std::int32_t>(w_abs >> 23);
+  const bool float_normal = field != 0;
+  const std::int32_t e = float_normal ? field - 127 : -127;  // below every emin of a rule: the format's subnormals
+  const std::uint32_t significand = float_normal ? (w_abs & 0x7fffffu) | 0x800000u : w_abs;  // w = sig 2^(e-23)
+  const std::int32_t q = std::max(e, r.emin) - r.precision + 1;
+  const std::int32_t shift = q - (float_normal ? e - 23 : -149);  // w / 2^q = significand >> shift when exact
+  const std::uint32_t clamped = static_cast<std::uint32_t>(std::min(shift, 31));
+  *not_a_value = e > r.emax || shift > 24 || (significand & ((1u << clamped) - 1u)) != 0;
+  const bool even = ((significand >> clamped) & 1u) == 0;
+  const bool toward_zero = (w_bits ^ u_bits) >> 31 != 0;
+  const bool binade_first = significand == 0x800000u && e > r.emin;
+  const std::int32_t h = (toward_zero && binade_first) ? q - 2 : q - 1;  // half the gap is 2^h
+  // 2^h as a float pattern (|u| orders as its pattern); below float's smallest subnormal 2^-149 it is 0,
+  // which every u != 0 exceeds, as it exceeds 2^h.
+  const std::uint32_t half_gap = h >= -126 ? static_cast<std::uint32_t>(h + 127) << 23
+                                 : h >= -149 ? 1u << static_cast<std::uint32_t>(h + 149)
+                                             : 0u;
+  return u_abs < half_gap || (u_abs == half_gap && even);
+}
+
+// The lost updates by adding: every w + u rounded once (emu::add_arrays, which counts them).
+void count_by_adding(std::span<const float> w, std::span<const float> u, const formats::Format& format,
+                     LostUpdateCounts& r) {
+  emu::Counters c;
+  std::vector<float> sum(w.size());
+  emu::add_arrays(w, u, sum, emu::QuantizeSpec{format}, &c);
+  r.updates = c.addends_nonzero;
+  r.lost = c.swamped;
+}
+
+// The same counts by spacing; false (counts untouched) when some w is not a value of the format.
+bool count_by_spacing(std::span<const float> w, std::span<const float> u, const SpacingRule& rule,
+                      LostUpdateCounts& r) {
+  std::uint64_t updates = 0, lost = 0;
+  bool any_not_a_value = false;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const auto wb = std::bit_cast<std::uint32_t>(w[i]), ub = std::bit_cast<std::uint32_t>(u[i]);
+    // emu::is_update on the patterns: u != 0, w and u finite (exponent field not all ones).
+    const bool update = (ub & 0x7fffffffu) != 0 && (wb & 0x7f800000u) != 0x7f800000u &&
+                        (ub & 0x7f800000u) != 0x7f800000u;
+    const bool counted = update && (wb & 0x7fffffffu) != 0;  // a lost update needs w != 0
+    bool not_a_value = false;
+    const bool swamped = swamped_by_spacing(wb, ub, rule, &not_a_value);
+    updates += update;
+    lost += counted && swamped;
+    any_not_a_value |= counted && not_a_value;
+  }
+  if (any_not_a_value) return false;
+  r.updates = updates;
+  r.lost = lost;
+  return true;
+}
+
+}  // namespace
+
+LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format,
+                                    LostUpdatePath path) {
   if (w.size() != u.size())
     throw std::invalid_argument("lost_updates: w has " + std::to_string(w.size()) + " elements, u " +
                                 std::to_string(u.size()));
   LostUpdateCounts r;
   r.precision = format.precision();
-  emu::Counters c;
-  std::vector<float> sum(w.size());
-  emu::add_arrays(w, u, sum, emu::QuantizeSpec{format}, &c);
   r.elements = w.size();
-  r.updates = c.addends_nonzero;
-  r.lost = c.swamped;
+  // By spacing where the format allows: an order of magnitude faster than an emulated addition per element.
+  const std::optional<SpacingRule> rule = path == LostUpdatePath::adding ? std::nullopt : spacing_rule(format);
+  const bool spaced = rule && count_by_spacing(w, u, *rule, r);
+  if (path == LostUpdatePath::spacing && !spaced)
+    throw std::invalid_argument("lost_updates: path spacing does not apply to " + format.name +
+                                (rule ? " (some w is not a value of it)" : ""));
+  if (!spaced) count_by_adding(w, u, format, r);
   // |w| / |u| against 2^p and 2^(p+1) as |w| against 2^p |u|: the products are exact in double.
   const double needed = format.lost_update_ratio_needed(), sufficient = format.lost_update_ratio_sufficient();
   for (std::size_t i = 0; i < w.size(); ++i) {

@@ -43,7 +43,17 @@ void set_rates(LostUpdateCounts& c);
 LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,
                              const formats::Format& weight_format);
 
-// One side: w used as given, stored in `format` (fp32 for master weights).
-LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format);
+// How the lost updates are found, with identical counts (tests hold them together):
+//  - adding: every w + u rounded once by the emulator (emu::add_arrays);
+//  - spacing: without adding, from the gap between w and its neighbour in the format (the definition in
+//    lost_updates.cpp), for formats with IEEE encoding and overflow, subnormals and every value a float
+//    (fp32, fp16, bf16, eXmY up to 8 exponent and 23 fraction bits), when every w is a value of it;
+//  - automatic: spacing where it applies, else adding.
+enum class LostUpdatePath { automatic, adding, spacing };
+
+// One side: w used as given, stored in `format` (fp32 for master weights). Path spacing throws
+// std::invalid_argument where it does not apply.
+LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format,
+                                    LostUpdatePath path = LostUpdatePath::automatic);
 
 }  // namespace mpverify::record

@@ -90,8 +90,10 @@ void RunLog::flush() {
   published_ = appended_;
 }
 
-void RunLog::write_summary(const nlohmann::json& summary) {
-  write_file_atomically(dir_ / "summary.json",
+void RunLog::write_summary(const nlohmann::json& summary) { record::write_summary(dir_, summary); }
+
+void write_summary(const std::filesystem::path& dir, const nlohmann::json& summary) {
+  write_file_atomically(dir / "summary.json",
                         summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 

@@ -61,6 +61,9 @@ class RunLog {
   std::size_t published_ = 0;
 };
 
+// summary.json in `dir`, pretty-printed, through summary.json.tmp + rename (RunLog::write_summary).
+void write_summary(const std::filesystem::path& dir, const nlohmann::json& summary);
+
 // Writes `content` to `path` atomically: path.tmp, fsync, rename, fsync of the
 // directory. std::runtime_error naming the path and errno's text on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);

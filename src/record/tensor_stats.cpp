@@ -1,6 +1,8 @@
 #include "record/tensor_stats.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -19,6 +21,19 @@ bool exact_in_float(double v) {
   if (!std::isfinite(v)) return true;  // NaN and infinities only come from x itself
   const float f = static_cast<float>(v);
   return std::isfinite(f) && static_cast<double>(f) == v;
+}
+
+// The largest finite |x| (0 when none), on the bit patterns: |x| orders as its pattern with the sign
+// cleared, and every pattern below infinity's is finite. Integer compares without a branch, which the
+// compiler vectorizes (a float max with an isfinite test per element does not).
+float finite_max_abs(std::span<const float> x) {
+  constexpr std::int32_t infinity_bits = 0x7f800000;
+  std::int32_t max_bits = 0;
+  for (const float xi : x) {
+    const std::int32_t b = std::bit_cast<std::int32_t>(xi) & 0x7fffffff;
+    max_bits = std::max(max_bits, b < infinity_bits ? b : 0);
+  }
+  return std::bit_cast<float>(max_bits);
 }
 
 double rate(std::uint64_t part, std::uint64_t whole) {
@@ -62,16 +77,20 @@ TensorStats tensor_stats(std::span<const float> x, const formats::Format& target
     }
   }
   const std::span<const float> exact = scale != 1.0 ? std::span<const float>(products) : x;
-  float max_abs = 0;
-  for (const float xi : x)
-    if (std::isfinite(xi)) max_abs = std::max(max_abs, std::fabs(xi));
+  const float max_abs = finite_max_abs(x);
   if (path == StatsPath::quantize && !all_exact)
     throw std::invalid_argument("tensor_stats: path quantize, but some x * scale is not exactly a float");
   if (path == StatsPath::automatic) path = all_exact ? StatsPath::quantize : StatsPath::scalar;
 
   if (path == StatsPath::quantize) {
-    std::vector<float> rounded(x.size());
-    emu::quantize(exact, rounded, emu::QuantizeSpec{target}, &s.counters);
+    // Rounded in chunks through a small buffer: the values are not kept, and a buffer the tensor's size
+    // would be a fresh allocation (and its page faults) on every call. The counters add up.
+    const emu::QuantizeSpec spec{target};
+    std::array<float, 4096> rounded;
+    for (std::size_t i = 0; i < exact.size(); i += rounded.size()) {
+      const auto part = exact.subspan(i, std::min(rounded.size(), exact.size() - i));
+      emu::quantize(part, std::span<float>(rounded).first(part.size()), spec, &s.counters);
+    }
   } else {
     const formats::RoundingContext rc{};
     for (const float xi : x) {

@@ -168,6 +168,11 @@ def test_monitor_counts_equal_torch_casts(tmp_path):
         assert round(line["overflow_rate"] * c["nonzero"]) == c["overflow"], key
         checked += 1
     assert checked == 6
+    # Flatten ("5") and Spike ("2") output views of their inputs: no new values, so no activation line (their
+    # values are "4"'s and "1"'s outputs); their output gradients are recorded.
+    for view_layer in ("5", "2"):
+        assert {t["role"] for t in lines if t["layer"] == view_layer} == {"activation_grad"}, view_layer
+    assert {t["role"] for t in lines if t["layer"] == "4"} == {"activation", "activation_grad"}
     # Weight gradients: measured unscaled at the scale; g * 1024 is exact in float32 (a power of two).
     grads = {t["layer"] + "." + t["tensor"]: t for t in lines if t["role"] == "weight_grad"}
     assert grads["6.weight.grad"]["scale"] == 1024

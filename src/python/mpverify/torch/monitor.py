@@ -54,7 +54,6 @@ class Monitor:
                         "backend": "torch", "study_format": study_format, "record_every": every,
                         "recipe": None, "batch_size": None, **(config or {})}
         self._recorder = _core.StepRecorder(study_format)
-        self._summary = _core.RunLog(self.out, 1, "steps.jsonl.unused")  # writes summary.json atomically
         self._steps = JsonLines(os.path.join(self.out, "steps.jsonl"), 1)
         self._tensors = JsonLines(os.path.join(self.out, "tensors.jsonl"), 10)
         self._histograms = JsonLines(os.path.join(self.out, "histograms.jsonl"), 10)
@@ -80,10 +79,10 @@ class Monitor:
         if self._provenance.first is None and not _finite(value):
             self._provenance.first = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
         line = self._step_line(value)
-        for t in self._recorder.take_tensor_lines():
-            self._tensors.append(t)
-        for h in self._recorder.take_histogram_lines():
-            self._histograms.append(h)
+        for t in self._recorder.take_tensor_lines_text():
+            self._tensors.append_text(t)
+        for h in self._recorder.take_histogram_lines_text():
+            self._histograms.append_text(h)
         self._steps.append(line)
         for log in (self._tensors, self._histograms, self._steps):
             log.end_step()
@@ -191,14 +190,16 @@ class Monitor:
             self._config["recipe"] = _recipe_name(self.model)
 
     def _forward_hook(self, name):
+        grad_hook = self._output_grad_hook(name)  # made once: a closure per forward would cost every step
+
         def hook(module, inputs, output):
             if not isinstance(output, torch.Tensor):
                 return
             self._provenance.check(name, "y", "forward", output)
-            if self._recording:
+            if self._recording and not _is_view_of_input(output, inputs):
                 self._record(name, "y", "activation", "forward", output)
             if output.requires_grad:
-                output.register_hook(self._output_grad_hook(name))
+                output.register_hook(grad_hook)
         return hook
 
     def _output_grad_hook(self, name):
@@ -222,11 +223,13 @@ class Monitor:
         return hook
 
     def _record(self, layer, tensor, role, pass_, t, scale=1.0):
+        """Measures t; returns (array, bits, format) for a further measure of the same values, or None."""
         fmt = format_of(t.dtype)
         if fmt is None:
-            return
+            return None
         array, bits = as_input(t)
         self._recorder.record(layer, tensor, role, pass_, array, bits, fmt, scale)
+        return array, bits, fmt
 
     # --- optimizer and scaler ---------------------------------------------------------------------
 
@@ -269,10 +272,10 @@ class Monitor:
         for p, name in self._params.items():
             if p.grad is not None:
                 layer, _, tensor = name.rpartition(".")
-                self._record(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad, scale=self._scale)
-                fmt = format_of(p.grad.dtype)
-                if fmt is not None:
-                    array, bits = as_input(p.grad)
+                measured = self._record(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad,
+                                        scale=self._scale)
+                if measured is not None:
+                    array, bits, fmt = measured
                     s = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, 1.0)
                     self._unscaled[0] += s["nonzero_finite"]
                     self._unscaled[1] += s["underflow_to_zero"]
@@ -303,7 +306,15 @@ class Monitor:
                    "thresholds": self._recorder.thresholds()}
         if self._evaluation is not None:
             summary["evaluation"] = self._evaluation
-        self._summary.write_summary(summary)
+        _core.write_summary(self.out, summary)
+
+
+def _is_view_of_input(output, inputs):
+    """True for a module whose output is its input or a reshape of it (Flatten, Identity, Dropout in eval):
+    no new values, measured where they were made. Its output's gradient is still recorded: a custom
+    autograd function can pass values through in forward and change them in backward."""
+    ptr, n = output.data_ptr(), output.numel()
+    return any(isinstance(i, torch.Tensor) and i.data_ptr() == ptr and i.numel() == n for i in inputs)
 
 
 def _finite(v):

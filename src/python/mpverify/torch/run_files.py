@@ -33,6 +33,10 @@ class JsonLines:
     def append(self, line):
         self._pending.append(json.dumps(_finite_or_null(line), separators=(",", ":"), allow_nan=False))
 
+    def append_text(self, text):
+        """A line already serialized (by the C++ recorder, which writes non-finite numbers as null)."""
+        self._pending.append(text)
+
     def end_step(self):
         self._steps += 1
         if self._steps % self.every_steps == 0:
