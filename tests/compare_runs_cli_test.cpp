@@ -235,7 +235,14 @@ TEST_F(CompareRunsCli, UnusableInputExits2WithTheReasonAndNoOutput) {
 
   const auto bad_summary = write_run("bad_summary", 4, none);
   std::ofstream(bad_summary / "summary.json") << "{\"config\": ";
-  expect_error(a, bad_summary, (bad_summary / "summary.json").string() + "' is not JSON");
+  expect_error(a, bad_summary, (bad_summary / "summary.json").string() + ": byte 11: not valid JSON");
+  // A config nested 22,000 objects deep once overflowed the stack (the comparison flattens configs).
+  const auto deep = write_run("deep", 4, none);
+  std::string nested;
+  for (int i = 0; i < 22000; ++i) nested += "{\"k\":";
+  nested += "1" + std::string(22000, '}');
+  std::ofstream(deep / "summary.json") << "{\"config\": " << nested << "}";
+  expect_error(a, deep, "nested deeper than 64 levels");
 
   const auto bad_tensors = write_run("bad_tensors", 4, none);
   std::ofstream(bad_tensors / "tensors.jsonl") << R"({"step": 0, "tensor": "dw"})"

@@ -246,7 +246,9 @@ TEST(DumpCli, AStepJsonThatCannotBeUsedExitsTwoNamingIt) {
     std::string dir, json, said;
   } cases[] = {
       {"renamed", step_json(21, 1024), "\"step\" is 21 but the directory is step 20 (rename the directory"},
-      {"not_json", "{\"step\": 20, \"scale\": ", "is not a JSON object"},
+      {"not_json", "{\"step\": 20, \"scale\": ", "is not JSON ([json.exception.parse_error"},
+      {"deep", "{\"step\": " + std::string(100, '[') + std::string(100, ']') + "}", "is not JSON (JSON nested deeper than 64"},
+      {"array", "[20]", "is not a JSON object"},
       {"scale_text", "{\"step\": 20, \"scale\": \"65536\"}", "\"scale\" is \"65536\", not a number"},
       {"flag_text", "{\"found_inf\": 0}", "\"found_inf\" is 0, not true or false"},
   };

@@ -156,6 +156,47 @@ TEST(Safetensors, CorruptedHeaders) {
   fs::remove_all(d);
 }
 
+// Hostile headers that once crashed or stalled a reader: each gives a FileError (or reads correctly) at once.
+TEST(Safetensors, HostileHeadersAreBounded) {
+  const fs::path d = temp_dir();
+  const auto error_of = [&](const std::string& name, const std::string& bytes) -> std::string {
+    write_raw(d / name, bytes);
+    try {
+      io::read_safetensors(d / name);
+    } catch (const io::FileError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // Nested 53,000 arrays deep (106 KB): a stack overflow in whatever recursed over the parsed value.
+  const std::string deep = "{\"t\":" + std::string(53000, '[') + std::string(53000, ']') + "}";
+  EXPECT_NE(error_of("deep.safetensors", st_file(deep, "")).find("nested deeper than 64 levels"), std::string::npos);
+  // A number beyond double's range: nlohmann raises out_of_range, which must not escape as another type.
+  const std::string big = R"({"__metadata__":{"k":"v"},"t":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})";
+  EXPECT_NE(error_of("big.safetensors", st_file(big, std::string(4, '\0'))).find("not valid JSON"), std::string::npos);
+  // 40,000 tensors (a 2.4 MB header): read in one pass; once searched the header per tensor (quadratic: minutes).
+  std::string many = "{";
+  for (int i = 0; i < 40000; ++i) {
+    if (i > 0) many += ',';
+    many += "\"t";
+    many += std::to_string(i);
+    many += R"(":{"dtype":"F32","shape":[1],"data_offsets":[)";
+    many += std::to_string(4 * i);
+    many += ',';
+    many += std::to_string(4 * i + 4);
+    many += "]}";
+  }
+  many += "}";
+  write_raw(d / "many.safetensors", st_file(many, std::string(4 * 40000, '\0')));
+  EXPECT_EQ(io::read_safetensors(d / "many.safetensors").tensors.size(), 40000u);
+  // A tensor of no elements: its data is an empty span (a null pointer), decoded without touching it.
+  write_raw(d / "empty.safetensors", st_file(R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", ""));
+  const auto floats = io::read_safetensors_f32(d / "empty.safetensors");
+  ASSERT_EQ(floats.size(), 1u);
+  EXPECT_TRUE(floats[0].values.empty());
+  fs::remove_all(d);
+}
+
 TEST(Safetensors, TruncationsAndMutationsNeverReadOutOfBounds) {
   const fs::path d = temp_dir();
   io::write_safetensors(d / "g.safetensors", {{"w", {2, 2}, {1, 2, 3, 4}}, {"b", {2}, {5, 6}}});

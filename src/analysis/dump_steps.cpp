@@ -1,12 +1,15 @@
 #include "analysis/dump_steps.h"
 
 #include <algorithm>
+#include <optional>
 #include <charconv>
 #include <fstream>
 #include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
+
+#include "io/json_text.h"
 
 namespace mpverify::analysis {
 
@@ -39,8 +42,11 @@ StepRecord read_step_json(const fs::path& file, std::int64_t step) {
   if (!in) fail(file, "cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail(file, "is not a JSON object");
+  std::string why;
+  const std::optional<nlohmann::json> parsed = io::try_parse_json_text(text.str(), &why);
+  if (!parsed) fail(file, "is not JSON (" + why + ")");
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) fail(file, "is not a JSON object");
   if (const std::optional<double> s = number_field(j, "step", file); s && *s != static_cast<double>(step))
     throw StepLayoutError(file.string() + ": \"step\" is " + j["step"].dump() + " but the directory is step " +
                           std::to_string(step) + " (rename the directory after the step it holds, or fix step.json)");

@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "compare/run_comparison.h"
+#include "io/json_text.h"
 #include "record/run_log.h"
 
 namespace mpverify::cli {
@@ -68,12 +69,11 @@ compare::RunRecords read_run(const std::string& dir, const char* which) {
   run.steps = record::read_json_lines(root / "steps.jsonl");
   if (fs::exists(root / "tensors.jsonl", ec)) run.tensors = record::read_json_lines(root / "tensors.jsonl");
   if (fs::exists(root / "summary.json", ec)) {
-    std::ifstream in(root / "summary.json");
-    if (!in) throw UsageError("cannot read '" + (root / "summary.json").string() + "'");
-    auto summary = nlohmann::json::parse(in, nullptr, false);
-    if (summary.is_discarded())
-      throw UsageError("'" + (root / "summary.json").string() + "' is not JSON (a run still writing it? rerun)");
-    run.summary = std::move(summary);
+    try {
+      run.summary = io::read_json_file(root / "summary.json");
+    } catch (const std::runtime_error& e) {
+      throw UsageError(std::string(e.what()) + " (a run still writing it? rerun)");
+    }
   }
   return run;
 }

@@ -79,7 +79,7 @@ void decode_floats(Dtype t, bool big_endian, const std::byte* bytes, std::span<f
   switch (t) {
     case Dtype::f32:
       if (!big_endian) {
-        std::memcpy(out.data(), bytes, n * 4);
+        if (n > 0) std::memcpy(out.data(), bytes, n * 4);  // memcpy with a null pointer is undefined, even for 0 bytes
       } else {
         for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(load<std::uint32_t>(bytes + 4 * i, true));
       }

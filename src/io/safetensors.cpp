@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_write.h"
+#include "io/json_text.h"
 
 namespace mpverify::io {
 
@@ -70,16 +71,16 @@ void parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
   json header;
   try {
-    header = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw FileError(file, "", 8 + std::min<std::uint64_t>(e.byte > 0 ? e.byte - 1 : 0, n),
-                    std::string("header is not valid JSON: ") + e.what());
+    header = parse_json_text(text);
+  } catch (const JsonTextError& e) {
+    throw FileError(file, "", 8 + std::min<std::uint64_t>(e.byte(), n), std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) throw FileError(file, "", 8, "header is not a JSON object");
 
   const std::uint64_t data_start = 8 + n;
   const std::uint64_t data_size = size - data_start;
-  // Where a tensor's key appears in the header, for messages about it.
+  // Where a tensor's key appears in the header, for messages about it: searched only when there is a
+  // message to give (a search per tensor would make reading a header of many tensors quadratic).
   const auto key_offset = [&](const std::string& name) -> std::uint64_t {
     const std::size_t at = text.find(json(name).dump());
     return 8 + (at == std::string_view::npos ? 0 : at);
@@ -96,8 +97,7 @@ void parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::
         if (!v.is_string()) throw FileError(file, "", key_offset(k), "__metadata__ value of '" + k + "' is not a string");
       continue;
     }
-    const std::uint64_t at = key_offset(name);
-    const auto fail = [&](const std::string& why) { return FileError(file, name, at, why); };
+    const auto fail = [&](const std::string& why) { return FileError(file, name, key_offset(name), why); };
     if (!info.is_object()) throw fail("entry is not an object");
     if (!info.contains("dtype") || !info["dtype"].is_string()) throw fail("no 'dtype' string");
     if (!info.contains("shape") || !info["shape"].is_array()) throw fail("no 'shape' array");
@@ -126,7 +126,7 @@ void parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::
     const std::uint64_t begin = offs[0], end = offs[1];
     if (begin > end) throw fail("data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end));
     if (end > data_size)
-      throw FileError(file, name, at,
+      throw FileError(file, name, key_offset(name),
                       "data_offsets end " + std::to_string(end) + " past the data's " + std::to_string(data_size) +
                           " bytes (truncated file?)");
     if (end - begin != count * esize)

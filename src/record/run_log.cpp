@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "io/json_text.h"
+
 namespace mpverify::record {
 
 namespace {
@@ -106,10 +108,12 @@ std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& path) {
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.empty()) continue;
-    auto step = nlohmann::json::parse(line, nullptr, false);
-    if (step.is_discarded())
-      throw std::runtime_error("run log: '" + path.string() + "' line " + std::to_string(number) + " is not JSON");
-    steps.push_back(std::move(step));
+    std::string why;
+    auto step = io::try_parse_json_text(line, &why);
+    if (!step)
+      throw std::runtime_error("run log: '" + path.string() + "' line " + std::to_string(number) + " is not JSON (" +
+                               why + ")");
+    steps.push_back(std::move(*step));
   }
   return steps;
 }

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "io/json_text.h"
 #include "record/run_log.h"
 
 namespace mpverify::training {
@@ -92,9 +93,8 @@ void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& s
 void write_ensemble_manifest(const std::filesystem::path& dir, const std::vector<std::uint64_t>& seeds) {
   if (seeds.empty()) throw std::invalid_argument("write_ensemble_manifest: no seeds");
   const std::filesystem::path summary = seed_directory(dir, seeds.front()) / "summary.json";
-  std::ifstream in(summary);
-  if (!in) throw std::runtime_error(summary.string() + ": no summary.json (the run did not finish)");
-  nlohmann::json shared = nlohmann::json::parse(in)["config"];
+  if (!std::filesystem::exists(summary)) throw std::runtime_error(summary.string() + ": no summary.json (the run did not finish)");
+  nlohmann::json shared = io::read_json_file(summary).value("config", nlohmann::json::object());
   shared.erase("seed");
   shared.erase("recorders");
   const nlohmann::json ensemble = {{"seeds", seeds}, {"config", shared}};

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "io/json_text.h"
+
 namespace mpverify::training {
 
 namespace fs = std::filesystem;
@@ -18,9 +20,8 @@ using nlohmann::json;
 namespace {
 
 json read_summary(const fs::path& dir) {
-  std::ifstream in(dir / "summary.json");
-  if (!in) throw std::runtime_error(dir.string() + ": the run wrote no summary.json");
-  return json::parse(in);
+  if (!fs::exists(dir / "summary.json")) throw std::runtime_error(dir.string() + ": the run wrote no summary.json");
+  return io::read_json_file(dir / "summary.json");
 }
 
 std::string outcome_text(const json& summary) {
