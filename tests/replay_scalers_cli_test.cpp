@@ -105,4 +105,51 @@ TEST(ReplayScalersCli, BadArgumentsExit2WithNoOutput) {
   EXPECT_NE(named.out.find("unknown strategy 'tensorflow'"), std::string::npos) << named.out;
 }
 
+// --- the strategies' rules through the command line ------------------------------------
+
+// Transformer Engine's bulk kernel (the default): amaxes 100, 0, 0, 50 with a
+// history of 2. The zeros neither roll the history nor change the scale, so
+// 100 is still in the window at the last step: 448 / 100 in fp32. The
+// per-tensor kernel rolls the zeros in and ends at 448 / 50.
+TEST(ReplayScalersCli, DelayedBulkKernelIgnoresZeroAmaxes) {
+  const std::string args = "--trace - --strategies delayed --strategy-opt delayed.history=2 --json";
+  const auto bulk = run_command(replay(args), "100\n0\n0\n50\n");
+  ASSERT_EQ(bulk.exit_code, 0) << bulk.out;
+  const auto j = nlohmann::json::parse(bulk.out);
+  EXPECT_EQ(j["summary"]["delayed"]["final_scale"].get<double>(), static_cast<double>(448.0f / 100.0f));
+  EXPECT_EQ(j["summary"]["delayed"]["final_scale"].get<double>(), static_cast<double>(4.48f));
+  const auto per_tensor = run_command(replay(args + " --strategy-opt delayed.kernel=per-tensor"), "100\n0\n0\n50\n");
+  ASSERT_EQ(per_tensor.exit_code, 0) << per_tensor.out;
+  EXPECT_EQ(nlohmann::json::parse(per_tensor.out)["summary"]["delayed"]["final_scale"].get<double>(),
+            static_cast<double>(448.0f / 50.0f));
+  const auto bad = run_command(replay(args + " --strategy-opt delayed.kernel=fast"), "1\n");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.out, "");
+}
+
+// DeepSpeed's FP16_Optimizer (fp16 without ZeRO), initial 4, window 2: it
+// grows when (iteration - last overflow - 1) is > 0 and a multiple of 2, so
+// after iterations 2 and 7; the overflow at 4 halves without hysteresis.
+TEST(ReplayScalersCli, DeepSpeedFp16OptimizerRule) {
+  const auto r = run_command(replay("--trace - --strategies deepspeed --strategy-opt deepspeed.optimizer=fp16 "
+                                    "--strategy-opt deepspeed.init=4 --strategy-opt deepspeed.interval=2 --json"),
+                             "0\n0\n0\n0\n1\n0\n0\n0\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const double scales[] = {4, 4, 4, 8, 8, 4, 4, 4};
+  ASSERT_EQ(j["deepspeed"].size(), 8u);
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_EQ(j["deepspeed"][k]["scale"].get<double>(), scales[k]) << k;
+    EXPECT_EQ(j["deepspeed"][k]["skipped"].get<bool>(), k == 4) << k;
+  }
+  EXPECT_EQ(j["summary"]["deepspeed"]["final_scale"].get<double>(), 8.0);
+  // FP16_Optimizer has no hysteresis: the key is refused, saying why.
+  const auto h = run_command(
+      replay("--trace - --strategies deepspeed --strategy-opt deepspeed.optimizer=fp16 "
+             "--strategy-opt deepspeed.hysteresis=2"),
+      "0\n", true);
+  EXPECT_EQ(h.exit_code, 2);
+  EXPECT_NE(h.out.find("no hysteresis"), std::string::npos) << h.out;
+}
+
 }  // namespace

@@ -144,6 +144,8 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) 
       "and whether it skipped the step, then a summary.\n"
       "Trace: one step per line, 0/1 (found_inf) or an amax (a number >= 0, inf, nan) for delayed, current\n"
       "and mxfp8; blank lines and # comments are ignored.\n"
+      "apex is legacy (Apex's amp was removed upstream); deepspeed.optimizer=fp16 is FP16_Optimizer (no ZeRO),\n"
+      "zero (the default) DynamicLossScaler; delayed.kernel=bulk (the default, PyTorch's) or per-tensor.\n"
       "Example: mpverify replay-scalers --trace flags.txt --strategies torch,deepspeed,megatron "
       "--strategy-opt deepspeed.consecutive_hysteresis=true");
   app->add_option("--trace", o->trace, "Trace file, or - for standard input")->required();
