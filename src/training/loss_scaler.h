@@ -91,7 +91,8 @@
 // nan (>= 0; rounded to fp32 for the amax-driven strategies, as TE keeps amax
 // in fp32). Blank lines and `#` comments (whole line or trailing) are
 // ignored. found_inf-driven strategies accept only the values 0 and 1; an
-// amax-driven strategy reads 0 and 1 as amaxes. See training/scaler_replay.h.
+// amax-driven strategy reads 0 and 1 as amaxes. See training/scaler_replay.h;
+// CSV, JSON lines, run directories and framework logs: training/trace_reader.h.
 //
 // With several optimizers PyTorch skips per optimizer but updates the scale
 // from their sum; a trace holds one flag per step, i.e. one optimizer.
