@@ -56,11 +56,19 @@ TEST(ReplayScalersCli, AbortAndConfigFile) {
   const auto r =
       run_command(replay(std::string("--trace - --strategies deepspeed --json --config ") + path), "1\n1\n0\n");
   std::remove(path);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 3) << r.out;  // the run aborted: its own exit status, the output still complete
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["deepspeed"].size(), 2u);
   EXPECT_TRUE(j["deepspeed"][1]["aborted"].get<bool>());
   EXPECT_EQ(j["summary"]["deepspeed"]["aborted_at_step"], 1);
+  // fairseq stops the same way at its minimum: 2 -> 1 <= min 1 aborts at step 0.
+  const auto f = run_command(replay("--trace - --strategies fairseq,torch --strategy-opt fairseq.init=2 "
+                                    "--strategy-opt fairseq.min=1"),
+                             "1\n0\n");
+  EXPECT_EQ(f.exit_code, 3) << f.out;
+  EXPECT_NE(f.out.find("2 ABORT"), std::string::npos) << f.out;
+  // No abort: exit 0.
+  EXPECT_EQ(run_command(replay("--trace - --strategies fairseq"), "1\n0\n").exit_code, 0);
 }
 
 TEST(ReplayScalersCli, TextTable) {

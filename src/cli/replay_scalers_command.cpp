@@ -129,6 +129,9 @@ void print_json(const std::vector<std::string>& names, const std::vector<Replay>
   std::cout << out.dump(2) << "\n";
 }
 
+// Exit status when some strategy stopped the run; the full output is printed.
+constexpr int kExitAborted = 3;
+
 struct ReplayOptions {
   std::string trace, strategies, config, check, log_format = "auto";
   std::vector<std::string> strategy_opts;
@@ -258,7 +261,10 @@ int run(const ReplayOptions& o) {
     print_json(names, replays);
   else
     print_text(names, replays, trace.steps.size());
-  return 0;
+  // A run the framework would have stopped (DeepSpeed's raise at the minimum,
+  // fairseq's FloatingPointError) is not a clean replay: scripts see it.
+  const bool aborted = std::any_of(replays.begin(), replays.end(), [](const Replay& r) { return r.aborted_at; });
+  return aborted ? kExitAborted : 0;
 }
 
 }  // namespace
@@ -272,8 +278,9 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) 
   auto* app = root.add_subcommand(
       "replay-scalers",
       "Feed one recorded trace to several loss-scale strategies and print, per step, the scale each ran with\n"
-      "and whether it skipped the step, then a summary; or (--check) hold a recorded scale trajectory against\n"
-      "one strategy's rule: exit 1 naming the first step where they differ, 0 when they agree.\n"
+      "and whether it skipped the step, then a summary (exit 3 when a strategy aborts the run: DeepSpeed's\n"
+      "raise at the minimum, fairseq's FloatingPointError); or (--check) hold a recorded scale trajectory\n"
+      "against one strategy's rule: exit 1 naming the first step where they differ, 0 when they agree.\n"
       "Trace: one step per line, 0/1 (found_inf) or an amax (a number >= 0, inf, nan) for delayed, current\n"
       "and mxfp8; blank lines and # comments are ignored. Or CSV / JSON lines with the columns step, found_inf,\n"
       "scale, amax; DeepSpeed's log (steps_per_print=1); Megatron's log (--log-interval 1); a Monitor run\n"
