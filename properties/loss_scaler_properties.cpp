@@ -221,11 +221,16 @@ RC_GTEST_PROP(LossScalerProperties, Fp8ScalesAreFinitePositiveAndPowersOfTwoWhen
       int e = 0;
       RC_ASSERT(std::frexp(c, &e) == 0.5);
     }
-    // MXFP8: a power of two in E8M0's range, NaN exactly for a non-finite amax,
-    // and the least one that keeps amax within 448 * X.
+    // MXFP8: a power of two in E8M0's range, NaN exactly for a NaN amax,
+    // 2^127 (E8M0 code 0xFE, as Transformer Engine) for an infinite one, and
+    // the least one that keeps amax within 448 * X.
     const double x = mxfp8_block_scale(a);
-    if (!std::isfinite(a)) {
+    if (std::isnan(a)) {
       RC_ASSERT(std::isnan(x));
+      continue;
+    }
+    if (std::isinf(a)) {
+      RC_ASSERT(x == 0x1p127);
       continue;
     }
     int e = 0;

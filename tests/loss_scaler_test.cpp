@@ -39,11 +39,16 @@ void expect_step(LossScaler& s, bool found_inf, double scale_used, bool skipped)
 // --- none, static -----------------------------------------------------------
 
 TEST(StaticScaler, NeverChangesAndSkipsOnlyWhenAsked) {
-  StaticScaler s(128.0);
+  StaticScaler s(128.0, /*skip_nonfinite=*/true);
   expect_step(s, true, 128.0, true);
   expect_step(s, false, 128.0, false);
-  StaticScaler applied(1.0, /*skip_nonfinite=*/false);
+  StaticScaler applied(1.0);
   expect_step(applied, true, 1.0, false);  // plain PyTorch without a scaler applies the step
+  // By name: none and static apply the update unless skip=true.
+  auto none = make_scaler("none");
+  expect_step(static_cast<LossScaler&>(*none), true, 1.0, false);
+  auto skipping = make_scaler("static", {{"scale", "2^7"}, {"skip", "true"}});
+  expect_step(static_cast<LossScaler&>(*skipping), true, 128.0, true);
   EXPECT_THROW(StaticScaler(0.0), std::invalid_argument);
 }
 
@@ -457,7 +462,7 @@ TEST(Mxfp8, BlockScalesOnCraftedBlocks) {
   v[32 + 7] = 449;         // block 1: 448 < 449 <= 896 -> 2^1
   // block 2: all zeros -> 2^-127 (E8M0 code 0)
   v[96] = 1;               // block 3: 448 * 2^-9 = 0.875 < 1 <= 1.75 -> 2^-8
-  v[128] = 1;              // block 4: a NaN -> NaN
+  v[128] = 1;              // block 4: a NaN does not count (fmaxf): amax 1 -> 2^-8
   v[129] = std::numeric_limits<float>::quiet_NaN();
   v[160] = 0x1p-149f;      // block 5: 2^-149 / 448 ~ 2^-157.8 -> clamped to 2^-127
   v[192] = 897;            // trailing 5 elements: 896 < 897 -> 2^2
@@ -467,13 +472,14 @@ TEST(Mxfp8, BlockScalesOnCraftedBlocks) {
   EXPECT_EQ(x[1], 2.0);
   EXPECT_EQ(x[2], 0x1p-127);
   EXPECT_EQ(x[3], 0x1p-8);
-  EXPECT_TRUE(std::isnan(x[4]));
+  EXPECT_EQ(x[4], 0x1p-8);
   EXPECT_EQ(x[5], 0x1p-127);
   EXPECT_EQ(x[6], 4.0);
   EXPECT_EQ(mxfp8_block_scale(896), 2.0);  // exactly 448 * 2
   // FLT_MAX / 448 ~ 2^119.2: 448 * 2^119 = 1.75 * 2^127 < FLT_MAX <= 1.75 * 2^128.
   EXPECT_EQ(mxfp8_block_scale(FLT_MAX), 0x1p120);
-  EXPECT_TRUE(std::isnan(mxfp8_block_scale(std::numeric_limits<float>::infinity())));
+  EXPECT_EQ(mxfp8_block_scale(std::numeric_limits<float>::infinity()), 0x1p127);  // E8M0 code 0xFE
+  EXPECT_TRUE(std::isnan(mxfp8_block_scale(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_EQ(mxfp8_block_scale(57344, kE5M2Max), 1.0);
 }
 

@@ -259,13 +259,16 @@ TEST(ScalersExperiment, TheDesignedOverflowsHappenAndEveryReplayAgrees) {
     EXPECT_EQ(check.steps_compared, 12u);
   }
 
-  // Forward overflow: every step of every fp16 strategy skipped, the first
-  // non-finite value in the forward pass at fc1.
+  // Forward overflow: every step of every fp16 strategy overflows, the first
+  // non-finite value in the forward pass at fc1. The dynamic strategies skip
+  // each; none and static apply them (as PyTorch without a GradScaler does).
   for (const char* side : {"none", "static", "torch", "apex", "keras", "deepspeed", "megatron"}) {
     const ScalersRun& r = run("forward", side);
     ASSERT_FALSE(r.steps.empty()) << side;
+    const bool applies = std::string(side) == "none" || std::string(side) == "static";
     for (const json& s : r.steps) {
-      EXPECT_TRUE(s["skipped"].get<bool>()) << side << " step " << s["step"];
+      EXPECT_TRUE(s["found_inf"].get<bool>()) << side << " step " << s["step"];
+      EXPECT_EQ(s["skipped"].get<bool>(), !applies) << side << " step " << s["step"];
       ASSERT_TRUE(s["nonfinite"].is_object()) << side;
       EXPECT_EQ(s["nonfinite"]["pass"], "forward") << side;
       EXPECT_EQ(s["nonfinite"]["layer"], "fc1") << side;
@@ -280,11 +283,15 @@ TEST(ScalersExperiment, TheDesignedOverflowsHappenAndEveryReplayAgrees) {
   // fp32 has the range: nothing overflows on the same images.
   for (const json& s : run("forward", "fp32").steps) EXPECT_FALSE(s["found_inf"].get<bool>());
 
-  // Backward overflow: static skips every step (in the backward pass); the
-  // dynamic strategies back off and get clean steps; scale 1 overflows nothing.
-  for (const json& s : run("backward", "static").steps) {
-    EXPECT_TRUE(s["skipped"].get<bool>()) << "static step " << s["step"];
-    EXPECT_EQ(s["nonfinite"]["pass"], "backward");
+  // Backward overflow: static overflows at once (in the backward pass) and
+  // applies the step, so every later step is non-finite too; the dynamic
+  // strategies back off and get clean steps; scale 1 overflows nothing.
+  const ScalersRun& fixed = run("backward", "static");
+  ASSERT_FALSE(fixed.steps.empty());
+  EXPECT_EQ(fixed.steps[0]["nonfinite"]["pass"], "backward");
+  for (const json& s : fixed.steps) {
+    EXPECT_TRUE(s["found_inf"].get<bool>()) << "static step " << s["step"];
+    EXPECT_FALSE(s["skipped"].get<bool>()) << "static step " << s["step"];
   }
   for (const char* side : {"torch", "apex", "keras", "deepspeed"}) {
     std::size_t clean = 0;

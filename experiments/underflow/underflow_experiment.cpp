@@ -77,7 +77,9 @@ training::TrainConfig candidate_config(const UnderflowConfig& c, double scale) {
   t.scaler = "static";
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", scale);
-  t.scaler_options = {{"scale", buf}};
+  // A step that overflows at S is skipped (as DeepSpeed's and Megatron's
+  // constant scalers do), so that the runs measure underflow, not NaN weights.
+  t.scaler_options = {{"scale", buf}, {"skip", "true"}};
   return t;
 }
 

@@ -1,8 +1,9 @@
-// mpverify replay-scalers --trace FILE --strategies A,B,... [--strategy-opt S.KEY=V]...
-//                         [--config FILE.json] [--json]
-// One recorded trace (found_inf flags or amax values, one step per line; see
-// training/loss_scaler.h) fed to several loss-scale strategies, their scale
-// trajectories and skipped steps side by side.
+// mpverify replay-scalers --trace FILE (--strategies A,B,... | --check S) [--log-format F]
+//                         [--strategy-opt S.KEY=V]... [--config FILE.json] [--json]
+// One recorded trace (found_inf flags or amax values; the formats are in
+// training/trace_reader.h) fed to several loss-scale strategies, their scale
+// trajectories and skipped steps side by side; or one strategy's rule held
+// against the scales the trace recorded.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "cli/json_value.h"
 #include "training/loss_scaler.h"
 #include "training/scaler_replay.h"
+#include "training/trace_reader.h"
 
 namespace mpverify::cli {
 
@@ -127,84 +129,177 @@ void print_json(const std::vector<std::string>& names, const std::vector<Replay>
   std::cout << out.dump(2) << "\n";
 }
 
+// Exit status when some strategy stopped the run; the full output is printed.
+constexpr int kExitAborted = 3;
+
+struct ReplayOptions {
+  std::string trace, strategies, config, check, log_format = "auto";
+  std::vector<std::string> strategy_opts;
+  bool json = false;
+};
+
+// --config, then --strategy-opt, each key refused unless its strategy is named.
+std::map<std::string, training::ScalerOptions> strategy_options(const ReplayOptions& o,
+                                                                const std::vector<std::string>& names) {
+  std::map<std::string, training::ScalerOptions> options;
+  if (!o.config.empty()) options = read_config(o.config);
+  for (const auto& text : o.strategy_opts) {
+    try {
+      const training::ScalerOption opt = training::parse_scaler_option(text);
+      options[opt.strategy][opt.key] = opt.value;
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--strategy-opt: ") + e.what());
+    }
+  }
+  for (const auto& [strategy, keys] : options)
+    if (std::find(names.begin(), names.end(), strategy) == names.end())
+      throw UsageError("options given for '" + strategy + "', which " +
+                       (o.check.empty() ? "--strategies" : "--check") + " does not name");
+  return options;
+}
+
+std::vector<std::unique_ptr<training::Scaler>> make_scalers(
+    const std::vector<std::string>& names, const std::map<std::string, training::ScalerOptions>& options) {
+  std::vector<std::unique_ptr<training::Scaler>> scalers;
+  for (const auto& name : names) {
+    try {
+      const auto it = options.find(name);
+      scalers.push_back(training::make_scaler(name, it == options.end() ? training::ScalerOptions{} : it->second));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  return scalers;
+}
+
+training::ReadTrace read_trace(const ReplayOptions& o) {
+  const auto format = training::parse_trace_format(o.log_format);
+  if (!format) {
+    std::string known;
+    for (const auto& n : training::trace_format_names()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("--log-format: unknown format '" + o.log_format + "' (formats: " + known + ")");
+  }
+  training::ReadTrace t;
+  try {
+    t = training::read_trace_path(o.trace, *format);
+  } catch (const training::TraceError& e) {
+    throw UsageError("--trace " + o.trace + ": " + e.what());
+  }
+  if (t.steps.empty())
+    throw UsageError("--trace " + o.trace + " (" + training::trace_format_name(t.format) +
+                     "): no steps (every line blank or a comment, or no line of the format); a trace has one step "
+                     "per line, a found_inf flag (0 or 1) or an amax, or named columns (see --log-format)");
+  return t;
+}
+
+std::string step_name(const training::TraceStep& t, std::size_t index) {
+  std::string s = "step " + (t.step ? std::to_string(*t.step) : std::to_string(index));
+  return s + " (line " + std::to_string(t.line) + ")";
+}
+
+// --check: exit 1 at the first step whose recorded scale the rule does not give.
+int run_check(const std::string& name, training::Scaler& scaler, const training::ReadTrace& trace,
+              const ReplayOptions& o) {
+  training::CheckResult c;
+  try {
+    c = training::check_trace(scaler, trace.steps, name);
+  } catch (const training::TraceError& e) {
+    throw UsageError("--trace " + o.trace + ": " + e.what());
+  }
+  const auto& d = c.first_difference;
+  if (o.json) {
+    nlohmann::ordered_json j{{"check", name},
+                             {"format", training::trace_format_name(trace.format)},
+                             {"steps", c.steps},
+                             {"steps_compared", c.steps_compared},
+                             {"agrees", !d.has_value()}};
+    if (d) {
+      j["first_difference"] = {{"index", d->index},
+                               {"step", d->recorded.step ? nlohmann::ordered_json(*d->recorded.step)
+                                                         : nlohmann::ordered_json(d->index)},
+                               {"line", d->recorded.line},
+                               {"recorded_scale", d->recorded.scale ? json_number(*d->recorded.scale) : nullptr},
+                               {"rule_scale", json_number(d->expected)},
+                               {"rule_aborts", d->aborted}};
+    } else {
+      j["first_difference"] = nullptr;
+    }
+    std::cout << j.dump(2) << "\n";
+  } else if (!d) {
+    std::cout << name << ": the recorded scales follow the rule (" << c.steps_compared << " of " << c.steps
+              << " steps record a scale; all agree)\n";
+  } else if (d->aborted) {
+    std::cout << name << ": differs at " << step_name(d->recorded, d->index)
+              << ": the rule stops the run here (its abort), and the trace goes on\n";
+  } else {
+    std::cout << name << ": differs at " << step_name(d->recorded, d->index) << ": recorded scale "
+              << scale_text(*d->recorded.scale) << ", the rule runs the step with " << scale_text(d->expected) << "\n";
+  }
+  return d ? 1 : 0;
+}
+
+int run(const ReplayOptions& o) {
+  if (o.check.empty() == o.strategies.empty())
+    throw UsageError(o.check.empty() ? "name the strategies to replay (--strategies A,B) or one to check (--check S)"
+                                     : "--check holds one strategy against the trace: give it without --strategies");
+  const std::vector<std::string> names = o.check.empty() ? split_names(o.strategies) : std::vector{o.check};
+  const auto options = strategy_options(o, names);
+  auto scalers = make_scalers(names, options);
+
+  // Everything is read and replayed before anything is printed, so a
+  // malformed line leaves standard output empty.
+  const training::ReadTrace trace = read_trace(o);
+  if (!o.check.empty()) return run_check(names[0], *scalers[0], trace, o);
+  std::vector<Replay> replays;
+  try {
+    for (std::size_t s = 0; s < names.size(); ++s)
+      replays.push_back(training::replay(*scalers[s], trace.steps, names[s]));
+  } catch (const training::TraceError& e) {
+    throw UsageError("--trace " + o.trace + ": " + e.what());
+  }
+  if (o.json)
+    print_json(names, replays);
+  else
+    print_text(names, replays, trace.steps.size());
+  // A run the framework would have stopped (DeepSpeed's raise at the minimum,
+  // fairseq's FloatingPointError) is not a clean replay: scripts see it.
+  const bool aborted = std::any_of(replays.begin(), replays.end(), [](const Replay& r) { return r.aborted_at; });
+  return aborted ? kExitAborted : 0;
+}
+
 }  // namespace
 
 void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) {
-  struct Options {
-    std::string trace, strategies, config;
-    std::vector<std::string> strategy_opts;
-    bool json = false;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<ReplayOptions>();
   std::string known;
   for (const auto& n : training::scaler_names()) known += (known.empty() ? "" : ", ") + n;
+  std::string formats;
+  for (const auto& n : training::trace_format_names()) formats += (formats.empty() ? "" : ", ") + n;
   auto* app = root.add_subcommand(
       "replay-scalers",
       "Feed one recorded trace to several loss-scale strategies and print, per step, the scale each ran with\n"
-      "and whether it skipped the step, then a summary.\n"
+      "and whether it skipped the step, then a summary (exit 3 when a strategy aborts the run: DeepSpeed's\n"
+      "raise at the minimum, fairseq's FloatingPointError); or (--check) hold a recorded scale trajectory\n"
+      "against one strategy's rule: exit 1 naming the first step where they differ, 0 when they agree.\n"
       "Trace: one step per line, 0/1 (found_inf) or an amax (a number >= 0, inf, nan) for delayed, current\n"
-      "and mxfp8; blank lines and # comments are ignored.\n"
+      "and mxfp8; blank lines and # comments are ignored. Or CSV / JSON lines with the columns step, found_inf,\n"
+      "scale, amax; DeepSpeed's log (steps_per_print=1); Megatron's log (--log-interval 1); a Monitor run\n"
+      "directory (its steps.jsonl). The format is detected unless --log-format names it.\n"
+      "apex is legacy (Apex's amp was removed upstream); deepspeed.optimizer=fp16 is FP16_Optimizer (no ZeRO),\n"
+      "zero (the default) DynamicLossScaler; delayed.kernel=bulk (the default, PyTorch's) or per-tensor.\n"
       "Example: mpverify replay-scalers --trace flags.txt --strategies torch,deepspeed,megatron "
-      "--strategy-opt deepspeed.consecutive_hysteresis=true");
-  app->add_option("--trace", o->trace, "Trace file, or - for standard input")->required();
-  app->add_option("--strategies", o->strategies, "Comma-separated, of: " + known)->required();
+      "--strategy-opt deepspeed.consecutive_hysteresis=true\n"
+      "Example: mpverify replay-scalers --trace train.log --check megatron --strategy-opt megatron.init=2^16");
+  app->add_option("--trace", o->trace, "Trace file, a run directory, or - for standard input")->required();
+  app->add_option("--strategies", o->strategies, "Comma-separated, of: " + known);
+  app->add_option("--check", o->check, "One strategy whose rule the trace's recorded scales must follow");
+  app->add_option("--log-format", o->log_format, "The trace's format: " + formats + " (default auto: detected)");
   app->add_option("--strategy-opt", o->strategy_opts,
                   "STRATEGY.KEY=VALUE, repeatable (e.g. deepspeed.hysteresis=2, torch.init=2^16); overrides --config");
   app->add_option("--config", o->config, R"(JSON file: {"STRATEGY": {"KEY": VALUE, ...}, ...})");
-  app->add_flag("--json", o->json, "Print JSON: each strategy's steps, and a summary");
+  app->add_flag("--json", o->json, "Print JSON: each strategy's steps and a summary, or the check's verdict");
 
-  commands.push_back({app, [o] {
-    const std::vector<std::string> names = split_names(o->strategies);
-    std::map<std::string, training::ScalerOptions> options;
-    if (!o->config.empty()) options = read_config(o->config);
-    for (const auto& text : o->strategy_opts) {
-      try {
-        const training::ScalerOption opt = training::parse_scaler_option(text);
-        options[opt.strategy][opt.key] = opt.value;
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--strategy-opt: ") + e.what());
-      }
-    }
-    for (const auto& [strategy, keys] : options)
-      if (std::find(names.begin(), names.end(), strategy) == names.end())
-        throw UsageError("options given for '" + strategy + "', which --strategies does not name");
-
-    std::vector<std::unique_ptr<training::Scaler>> scalers;
-    for (const auto& name : names) {
-      try {
-        const auto it = options.find(name);
-        scalers.push_back(training::make_scaler(name, it == options.end() ? training::ScalerOptions{} : it->second));
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-    }
-
-    // Everything is read and replayed before anything is printed, so a
-    // malformed line leaves standard output empty.
-    std::vector<training::TraceStep> trace;
-    try {
-      if (o->trace == "-") {
-        trace = training::parse_trace(std::cin);
-      } else {
-        std::ifstream in(o->trace);
-        if (!in) throw UsageError("--trace: cannot read '" + o->trace + "'");
-        trace = training::parse_trace(in);
-      }
-      if (trace.empty())
-        throw UsageError("--trace " + o->trace +
-                         ": no steps (every line blank or a comment); a trace has one step per line, a found_inf "
-                         "flag (0 or 1) or an amax");
-      std::vector<Replay> replays;
-      for (std::size_t s = 0; s < names.size(); ++s) replays.push_back(training::replay(*scalers[s], trace, names[s]));
-      if (o->json)
-        print_json(names, replays);
-      else
-        print_text(names, replays, trace.size());
-    } catch (const training::TraceError& e) {
-      throw UsageError("--trace " + o->trace + ": " + e.what());
-    }
-    return 0;
-  }});
+  commands.push_back({app, [o] { return run(*o); }});
 }
 
 }  // namespace mpverify::cli

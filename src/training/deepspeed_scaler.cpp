@@ -1,6 +1,9 @@
-// DeepSpeed's DynamicLossScaler.update_scale: Python floats (double), factor
-// 2, hysteresis (delayed_shift), a floor, and growth on the modulo of the
-// iterations since the last overflow rather than on a counter of its own.
+// DeepSpeed's two loss-scale rules, both in Python floats (double) with
+// factor 2 and a floor, both growing on the iterations since the last
+// overflow rather than on a counter of their own. ZeRO's DynamicLossScaler
+// (update_scale) adds hysteresis (delayed_shift) and raises at the minimum;
+// FP16_Optimizer._update_scale (fp16 without ZeRO) has neither and waits one
+// more clean iteration before its first growth.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -28,6 +31,24 @@ DeepSpeedScaler::DeepSpeedScaler(const DeepSpeedConfig& config)
 
 StepResult DeepSpeedScaler::step(bool found_inf) {
   if (aborted_) throw std::logic_error("deepspeed: the run aborted at the minimum scale; no further steps");
+  return config_.optimizer == DeepSpeedOptimizer::fp16 ? step_fp16(found_inf) : step_zero(found_inf);
+}
+
+StepResult DeepSpeedScaler::step_fp16(bool found_inf) {
+  const StepResult used{scale_, found_inf, false};
+  if (found_inf) {
+    scale_ = std::max(scale_ / 2.0, config_.min_scale);
+    last_overflow_ = iteration_;
+  } else {
+    // "Ensure self.scale_window updates since last overflow".
+    const std::int64_t stable_interval = iteration_ - last_overflow_ - 1;
+    if (stable_interval > 0 && stable_interval % config_.scale_window == 0) scale_ *= 2.0;
+  }
+  iteration_ += 1;
+  return used;
+}
+
+StepResult DeepSpeedScaler::step_zero(bool found_inf) {
   StepResult used{scale_, found_inf, false};
   if (found_inf) {
     if (config_.hysteresis == 1 || hysteresis_ == 1) {

@@ -1,6 +1,7 @@
 // Transformer Engine's DelayedScaling update (amax_and_scale_update): the
 // step quantizes with the scale computed from earlier steps, then its amax
-// joins the history and the scale is recomputed in fp32.
+// joins the history and the scale is recomputed in fp32. The history is a
+// ring of the last `history` amaxes; TE's roll keeps the same window.
 #include <cfloat>
 #include <cmath>
 #include <stdexcept>
@@ -20,6 +21,10 @@ DelayedScaler::DelayedScaler(const DelayedConfig& config)
 
 StepResult DelayedScaler::step(float amax) {
   const StepResult used{scale_, false, false};
+  // kernel_bulk rolls the history and recomputes the scale only `if
+  // (last_amax != 0.0f)`: a step whose amax is 0 (a tensor of zeros, or one
+  // not used this step) leaves both as they were.
+  if (config_.kernel == DelayedKernel::bulk && amax == 0.0f) return used;
   history_[next_] = amax;
   next_ = (next_ + 1) % history_.size();
   float a = amax;

@@ -11,41 +11,65 @@
 //
 // name       defaults (option keys, `name.key=value`)          number type and arithmetic
 // ---------  ------------------------------------------------  -------------------------------------------
-// none       s = 1; skip=true                                  double, never changes
+// none       s = 1; skip=false                                 double, never changes
 // static     scale=S (required, e.g. 2^7; MXNet suggests       double, never changes
-//            64..512); skip=true
-//   (skip=true: a found_inf step is detected and skipped, as DeepSpeed's and
-//    Megatron's constant scalers do; skip=false: it is applied, as plain
-//    PyTorch without GradScaler or Apex's static scaler do. Either way the
-//    result is reported.)
+//            64..512); skip=false
+//   (skip=false: a found_inf step is applied, as plain PyTorch without a
+//    GradScaler (bf16, fp8 without a scaler) and Apex's static scaler do: the
+//    non-finite update reaches the weights. skip=true: it is detected and
+//    skipped, as DeepSpeed's and Megatron's constant scalers do. Either way
+//    the step is reported as found_inf.)
 // torch      init=2^16 growth=2 backoff=0.5 interval=2000;      fp32 scale (torch.float32 tensor). ATen's
 //            no floor (the scale can underflow to 0)            _amp_update_scale_ computes float*double in
 //                                                               double and rounds to fp32; the grown value
 //                                                               is kept only if finite (the guard). Unscale
 //                                                               multiplies by fp32(1/fp64(s)).
-// apex       init=2^16 interval=2000 max=2^24 min=0 (0: none)   double (Python float): s/2, min(2s, max);
-//                                                               init is clipped to max. Unscale * fp32(1/s).
+// apex       (legacy: apex.amp was removed upstream)           double (Python float): s/2, min(2s, max);
+//            init=2^16 interval=2000 max=2^24 min=0 (0: none)   init is clipped to max. Unscale * fp32(1/s).
 // keras      variant=keras3 init=2^15 interval=2000              fp32 (a float32 variable): s*2 and s/2 in
 //            keras3: no floor, no finiteness guard: 2^127*2     fp32. keras3 can reach +inf and then stays
 //              = inf, and inf/2 = inf stays inf forever         there. Unscale divides g / s in fp32.
 //            variant=tf-keras: floor 1 (max(s/2, 1)), grows
 //              only if the new scale is finite
-// deepspeed  preset=config: init=2^16 interval=1000            double (Python float): s/2, s*2; no
-//            hysteresis=2 min=1 consecutive_hysteresis=false    finiteness guard (2s can reach +inf).
-//            raise_error_at_min_scale=true                      Growth when (iteration - last_overflow)
-//            preset=no-keys (a DeepSpeed config whose fp16      % interval == 0, iteration counted from 0,
-//            section has none of these keys): init=2^32,        last_overflow from -1; every found_inf step
-//            hysteresis=1, the rest as above. The preset is     is skipped, even when only h changed. At
-//            applied first, other keys then override it.        min with raise: the step reports aborted
-//                                                               (DeepSpeed raises) and the scaler stops.
+// deepspeed  optimizer=zero (DynamicLossScaler: ZeRO, bf16    double (Python float): s/2, s*2; no
+//            off, fp16 with ZeRO stages 1-3) or fp16            finiteness guard (2s can reach +inf).
+//            (FP16_Optimizer / FP16_UnfusedOptimizer: fp16      zero: growth when (iteration -
+//            without ZeRO).                                     last_overflow) % interval == 0, iteration
+//            zero, preset=config: init=2^16 interval=1000       counted from 0, last_overflow from -1;
+//            hysteresis=2 min=1 consecutive_hysteresis=false    hysteresis; at min with raise: the step
+//            raise_error_at_min_scale=true; preset=no-keys (a   reports aborted (DeepSpeed raises) and the
+//            config whose fp16 section has none of these        scaler stops.
+//            keys): init=2^32, hysteresis=1, the rest as        fp16: no hysteresis, no raise: s =
+//            above. The preset is applied first, other keys     max(s/2, min); growth when stable =
+//            then override it.                                  iteration - last_overflow - 1 is > 0 and
+//            fp16: init=2^16 (with or without keys)             stable % interval == 0. Every found_inf
+//            interval=1000 min=1; no other key.                 step is skipped, even when only h changed.
 // megatron   init=2^32 min=1 interval=1000 hysteresis=2         fp32 (torch.float tensors, factors too):
 //            growth=2 backoff=0.5                               s*b, max(., min), s*g in fp32; no guard.
 //                                                               h resets only when the scale grows.
+// fairseq    init=2^7 interval=2^14 tolerance=0 threshold=0     double (Python float): s/2 (then
+//   (fairseq/metaseq DynamicLossScaler, fp16 trainer            max(s, threshold) when threshold > 0),
+//    defaults on one GPU, update_freq 1; 0: no threshold)       s*2 when (iteration - last_overflow) %
+//            min=1e-4                                           interval == 0. An overflow lowers s only
+//                                                               when overflows since the last rescale /
+//                                                               iterations since it >= tolerance. When s
+//                                                               <= min the scale is restored and the run
+//                                                               aborts (FloatingPointError).
+// nemo       init=2^32 interval=1000 hysteresis=2 growth=2      fp32 as torch (NeMo's GradScaler on top of
+//   (NeMo's   backoff=0.5 (NeMo's Megatron trainer builder;     torch.cuda.amp.GradScaler, apex's
+//    GradScaler) the class itself: 2^16, 2000, 1)               update_scale_hysteresis): an overflow
+//                                                               takes h -= 1 and backs off only when h <=
+//                                                               0, else only resets the growth count; a
+//                                                               clean step is torch's update, then h = H.
+//                                                               hysteresis=1 is apex.transformer's
+//                                                               GradScaler (torch's rule).
 // delayed    fp8=e4m3 (448; e5m2: 57344) margin=0              fp32: s = (fp8_max * powf(2,-margin)) / a,
 //   (TE DelayedScaling) history=1024 algo=max (or most_recent;    a = fmaxf over the last `history` amaxes
 //            Megatron uses history=1, most_recent); initial     (zeros before; fmaxf drops a NaN) or the
-//            scale 1                                            newest; a not finite or 0: keep s; s = inf
-//                                                               -> FLT_MAX. The step runs with the old s.
+//            scale 1; kernel=bulk (PyTorch's path,              newest; a not finite or 0: keep s; s = inf
+//            kernel_bulk: an amax of 0 neither enters the       -> FLT_MAX. The step runs with the old s.
+//            history nor changes s) or per-tensor (the
+//            per-tensor kernel: a 0 enters the history)
 // current    fp8=e4m3 pow2=false epsilon=0                     fp32, TE's compute_scale_from_amax: amax <
 //   (per-tensor, just in time)                                  epsilon -> epsilon; amax inf or 0 -> 1;
 //                                                               s = fp8_max / amax; inf -> FLT_MAX, NaN -> 1;
@@ -57,15 +81,18 @@
 //                                                               while delayed/current scales ENCODE
 //                                                               (element = x * s). amax 0 -> 2^-127 (E8M0
 //                                                               code 0, as TE encodes a zero block; any X
-//                                                               represents zeros exactly); amax inf or NaN
-//                                                               -> NaN (E8M0's NaN code 0xFF).
+//                                                               represents zeros exactly); amax inf ->
+//                                                               2^127 (TE's float_to_e8m0: 0xFE); amax NaN
+//                                                               -> NaN (0xFF). A block's amax ignores NaN
+//                                                               elements (TE reduces with fmaxf).
 //
 // Trace (mpverify replay-scalers): one step per line, step numbers from 0.
 // A line holds `0` or `1` (found_inf) or an amax: a decimal number, inf or
 // nan (>= 0; rounded to fp32 for the amax-driven strategies, as TE keeps amax
 // in fp32). Blank lines and `#` comments (whole line or trailing) are
 // ignored. found_inf-driven strategies accept only the values 0 and 1; an
-// amax-driven strategy reads 0 and 1 as amaxes. See training/scaler_replay.h.
+// amax-driven strategy reads 0 and 1 as amaxes. See training/scaler_replay.h;
+// CSV, JSON lines, run directories and framework logs: training/trace_reader.h.
 //
 // With several optimizers PyTorch skips per optimizer but updates the scale
 // from their sum; a trace holds one flag per step, i.e. one optimizer.
@@ -118,7 +145,7 @@ class AmaxScaler : public Scaler {
 // none (scale 1) and static(S).
 class StaticScaler final : public LossScaler {
  public:
-  explicit StaticScaler(double scale, bool skip_nonfinite = true);
+  explicit StaticScaler(double scale, bool skip_nonfinite = false);
   StepResult step(bool found_inf) override;
   double scale() const override { return scale_; }
   double floor() const override { return scale_; }
@@ -190,7 +217,12 @@ class KerasScaler final : public LossScaler {
   int counter_ = 0;
 };
 
+// zero: DynamicLossScaler (deepspeed/runtime/fp16/loss_scaler.py), used by
+// ZeRO; fp16: FP16_Optimizer._update_scale (fused_optimizer.py), without ZeRO.
+enum class DeepSpeedOptimizer { zero, fp16 };
+
 struct DeepSpeedConfig {
+  DeepSpeedOptimizer optimizer = DeepSpeedOptimizer::zero;
   double init_scale = 65536.0;  // 2^initial_scale_power
   int scale_window = 1000;
   int hysteresis = 2;           // DeepSpeed's delayed_shift
@@ -206,6 +238,7 @@ class DeepSpeedScaler final : public LossScaler {
  public:
   explicit DeepSpeedScaler(const DeepSpeedConfig& config = {});
   StepResult step(bool found_inf) override;
+  const DeepSpeedConfig& config() const { return config_; }
   double scale() const override { return scale_; }
   double floor() const override { return config_.min_scale; }
   int hysteresis() const { return hysteresis_; }
@@ -220,6 +253,9 @@ class DeepSpeedScaler final : public LossScaler {
   std::int64_t iteration_ = 0;
   std::int64_t last_overflow_ = -1;
   bool aborted_ = false;
+
+  StepResult step_zero(bool found_inf);
+  StepResult step_fp16(bool found_inf);
 };
 
 struct MegatronConfig {
@@ -247,6 +283,56 @@ class MegatronScaler final : public LossScaler {
   int hysteresis_;
 };
 
+struct FairseqConfig {
+  double init_scale = 128.0;  // --fp16-init-scale
+  int scale_window = 16384;   // 2^14 / data-parallel size / update_freq
+  double tolerance = 0.0;     // --fp16-scale-tolerance
+  double threshold = 0.0;     // --threshold-loss-scale; 0: None
+  double min_scale = 1e-4;    // --min-loss-scale
+};
+
+class FairseqScaler final : public LossScaler {
+ public:
+  explicit FairseqScaler(const FairseqConfig& config = {});
+  StepResult step(bool found_inf) override;
+  double scale() const override { return scale_; }
+  double floor() const override { return config_.threshold; }
+  std::int64_t iteration() const { return iteration_; }
+  std::int64_t last_rescale_iteration() const { return last_rescale_; }
+  int overflows_since_rescale() const { return overflows_since_rescale_; }
+
+ private:
+  FairseqConfig config_;
+  double scale_;
+  std::int64_t iteration_ = 0, last_overflow_ = -1, last_rescale_ = -1;
+  int overflows_since_rescale_ = 0;
+  bool aborted_ = false;
+};
+
+struct NemoConfig {
+  double init_scale = 4294967296.0;  // rounded to fp32 as torch.full(..., dtype=float32) does
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int growth_interval = 1000;
+  int hysteresis = 2;
+};
+
+class NemoScaler final : public LossScaler {
+ public:
+  explicit NemoScaler(const NemoConfig& config = {});
+  StepResult step(bool found_inf) override;
+  double scale() const override { return scale_; }
+  double floor() const override { return 0.0; }
+  int growth_tracker() const { return tracker_; }
+  int hysteresis() const { return hysteresis_; }
+
+ private:
+  NemoConfig config_;
+  float scale_;
+  int tracker_ = 0;
+  int hysteresis_;
+};
+
 // --- amax-driven (FP8) ---------------------------------------------------------------
 
 inline constexpr float kE4M3Max = 448.0f;
@@ -254,11 +340,17 @@ inline constexpr float kE5M2Max = 57344.0f;
 
 enum class AmaxAlgo { max, most_recent };
 
+// Transformer Engine's two update kernels (common/recipe/delayed_scaling.cu):
+// bulk (kernel_bulk, what PyTorch runs: an amax of 0 is no update at all) and
+// per_tensor (kernel: the 0 enters the history like any amax).
+enum class DelayedKernel { bulk, per_tensor };
+
 struct DelayedConfig {
   float fp8_max = kE4M3Max;
   float margin = 0.0f;
   int history = 1024;
   AmaxAlgo algo = AmaxAlgo::max;
+  DelayedKernel kernel = DelayedKernel::bulk;
 };
 
 class DelayedScaler final : public AmaxScaler {
@@ -322,7 +414,7 @@ class Mxfp8Scaler final : public AmaxScaler {
 
 using ScalerOptions = std::map<std::string, std::string>;  // key -> value, for one strategy
 
-// none, static, torch, apex, keras, deepspeed, megatron, delayed, current, mxfp8.
+// none, static, torch, apex, keras, deepspeed, megatron, fairseq, nemo, delayed, current, mxfp8.
 std::vector<std::string> scaler_names();
 // A strategy with the keys of the table above set. Throws std::invalid_argument
 // naming the unknown strategy, key or value and listing the valid ones.

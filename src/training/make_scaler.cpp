@@ -4,6 +4,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "training/loss_scaler.h"
@@ -98,98 +99,166 @@ Key fp8(float& field) {
   return {"fp8", [&field](const std::string& w, const std::string& v) { field = parse_fp8(w, v); }};
 }
 
-std::unique_ptr<Scaler> make(const std::string& name, const ScalerOptions& options) {
-  if (name == "none" || name == "static") {
-    double scale = name == "none" ? 1.0 : 0.0;
-    bool skip = true;
-    std::vector<Key> keys{boolean("skip", skip)};
-    if (name == "static") keys.push_back(number("scale", scale));
-    apply(name, keys, options);
-    if (name == "static" && !options.contains("scale"))
-      throw std::invalid_argument("static: give its scale, e.g. static.scale=2^7 (MXNet suggests 64..512)");
-    return std::make_unique<StaticScaler>(scale, skip);
+using Options = ScalerOptions;
+
+std::unique_ptr<Scaler> make_static(const std::string& name, const Options& options) {
+  double scale = name == "none" ? 1.0 : 0.0;
+  bool skip = false;
+  std::vector<Key> keys{boolean("skip", skip)};
+  if (name == "static") keys.push_back(number("scale", scale));
+  apply(name, keys, options);
+  if (name == "static" && !options.contains("scale"))
+    throw std::invalid_argument("static: give its scale, e.g. static.scale=2^7 (MXNet suggests 64..512)");
+  return std::make_unique<StaticScaler>(scale, skip);
+}
+
+std::unique_ptr<Scaler> make_torch(const std::string& name, const Options& options) {
+  TorchConfig c;
+  apply(name,
+        {number("init", c.init_scale), number("growth", c.growth_factor), number("backoff", c.backoff_factor),
+         count("interval", c.growth_interval)},
+        options);
+  return std::make_unique<TorchScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_apex(const std::string& name, const Options& options) {
+  ApexConfig c;
+  apply(name,
+        {number("init", c.init_scale), count("interval", c.scale_window), number("min", c.min_scale),
+         number("max", c.max_scale)},
+        options);
+  return std::make_unique<ApexScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_keras(const std::string& name, const Options& options) {
+  KerasConfig c;
+  const Key variant{"variant", [&c](const std::string& w, const std::string& v) {
+                      if (v == "keras3") c.variant = KerasVariant::keras3;
+                      else if (v == "tf-keras") c.variant = KerasVariant::tf_keras;
+                      else bad_value(w, v, "a variant (keras3, tf-keras)");
+                    }};
+  apply(name, {variant, number("init", c.init_scale), count("interval", c.growth_steps)}, options);
+  return std::make_unique<KerasScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_deepspeed(const std::string& name, const Options& options) {
+  DeepSpeedConfig c;
+  // The optimizer, then the preset, whatever the order of the keys: the
+  // others refine them.
+  if (const auto it = options.find("optimizer"); it != options.end()) {
+    if (it->second == "fp16") c.optimizer = DeepSpeedOptimizer::fp16;
+    else if (it->second != "zero") bad_value("deepspeed.optimizer", it->second, "an optimizer (zero, fp16)");
   }
-  if (name == "torch") {
-    TorchConfig c;
-    apply(name,
-          {number("init", c.init_scale), number("growth", c.growth_factor), number("backoff", c.backoff_factor),
-           count("interval", c.growth_interval)},
-          options);
-    return std::make_unique<TorchScaler>(c);
-  }
-  if (name == "apex") {
-    ApexConfig c;
-    apply(name,
-          {number("init", c.init_scale), count("interval", c.scale_window), number("min", c.min_scale),
-           number("max", c.max_scale)},
-          options);
-    return std::make_unique<ApexScaler>(c);
-  }
-  if (name == "keras") {
-    KerasConfig c;
-    const Key variant{"variant", [&c](const std::string& w, const std::string& v) {
-                        if (v == "keras3") c.variant = KerasVariant::keras3;
-                        else if (v == "tf-keras") c.variant = KerasVariant::tf_keras;
-                        else bad_value(w, v, "a variant (keras3, tf-keras)");
-                      }};
-    apply(name, {variant, number("init", c.init_scale), count("interval", c.growth_steps)}, options);
-    return std::make_unique<KerasScaler>(c);
-  }
-  if (name == "deepspeed") {
-    DeepSpeedConfig c;
-    // The preset first, whatever the order of the keys: the others refine it.
-    if (const auto it = options.find("preset"); it != options.end()) {
-      if (it->second == "no-keys") c = DeepSpeedConfig::config_without_keys();
-      else if (it->second != "config") bad_value("deepspeed.preset", it->second, "a preset (config, no-keys)");
+  if (const auto it = options.find("preset"); it != options.end()) {
+    // FP16_Optimizer takes 2^initial_scale_power (16 by default) with or
+    // without the keys: only ZeRO's DynamicLossScaler falls back to 2^32.
+    if (it->second == "no-keys" && c.optimizer == DeepSpeedOptimizer::zero) {
+      c = DeepSpeedConfig::config_without_keys();
+    } else if (it->second != "config" && it->second != "no-keys") {
+      bad_value("deepspeed.preset", it->second, "a preset (config, no-keys)");
     }
-    const Key preset{"preset", [](const std::string&, const std::string&) {}};
-    apply(name,
-          {preset, number("init", c.init_scale), count("interval", c.scale_window), count("hysteresis", c.hysteresis),
-           number("min", c.min_scale), boolean("consecutive_hysteresis", c.consecutive_hysteresis),
-           boolean("raise_error_at_min_scale", c.raise_error_at_min_scale)},
-          options);
-    return std::make_unique<DeepSpeedScaler>(c);
   }
-  if (name == "megatron") {
-    MegatronConfig c;
-    apply(name,
-          {number("init", c.init_scale), number("min", c.min_scale), count("interval", c.growth_interval),
-           count("hysteresis", c.hysteresis), number("growth", c.growth_factor), number("backoff", c.backoff_factor)},
-          options);
-    return std::make_unique<MegatronScaler>(c);
+  const auto read_above = [](const std::string&, const std::string&) {};
+  const Key optimizer{"optimizer", read_above}, preset{"preset", read_above};
+  std::vector<Key> keys{optimizer, preset, number("init", c.init_scale), count("interval", c.scale_window),
+                        number("min", c.min_scale)};
+  if (c.optimizer == DeepSpeedOptimizer::zero) {
+    keys.push_back(count("hysteresis", c.hysteresis));
+    keys.push_back(boolean("consecutive_hysteresis", c.consecutive_hysteresis));
+    keys.push_back(boolean("raise_error_at_min_scale", c.raise_error_at_min_scale));
   }
-  if (name == "delayed") {
-    DelayedConfig c;
-    const Key algo{"algo", [&c](const std::string& w, const std::string& v) {
-                     if (v == "max") c.algo = AmaxAlgo::max;
-                     else if (v == "most_recent") c.algo = AmaxAlgo::most_recent;
-                     else bad_value(w, v, "an amax algorithm (max, most_recent)");
+  try {
+    apply(name, keys, options);
+  } catch (const std::invalid_argument& e) {
+    if (c.optimizer == DeepSpeedOptimizer::fp16 && std::string(e.what()).find("unknown key") != std::string::npos)
+      throw std::invalid_argument(std::string(e.what()) +
+                                  "; FP16_Optimizer (deepspeed.optimizer=fp16) has no hysteresis and never raises");
+    throw;
+  }
+  return std::make_unique<DeepSpeedScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_megatron(const std::string& name, const Options& options) {
+  MegatronConfig c;
+  apply(name,
+        {number("init", c.init_scale), number("min", c.min_scale), count("interval", c.growth_interval),
+         count("hysteresis", c.hysteresis), number("growth", c.growth_factor), number("backoff", c.backoff_factor)},
+        options);
+  return std::make_unique<MegatronScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_fairseq(const std::string& name, const Options& options) {
+  FairseqConfig c;
+  apply(name,
+        {number("init", c.init_scale), count("interval", c.scale_window), number("tolerance", c.tolerance),
+         number("threshold", c.threshold), number("min", c.min_scale)},
+        options);
+  return std::make_unique<FairseqScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_nemo(const std::string& name, const Options& options) {
+  NemoConfig c;
+  apply(name,
+        {number("init", c.init_scale), number("growth", c.growth_factor), number("backoff", c.backoff_factor),
+         count("interval", c.growth_interval), count("hysteresis", c.hysteresis)},
+        options);
+  return std::make_unique<NemoScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_delayed(const std::string& name, const Options& options) {
+  DelayedConfig c;
+  const Key algo{"algo", [&c](const std::string& w, const std::string& v) {
+                   if (v == "max") c.algo = AmaxAlgo::max;
+                   else if (v == "most_recent") c.algo = AmaxAlgo::most_recent;
+                   else bad_value(w, v, "an amax algorithm (max, most_recent)");
+                 }};
+  const Key kernel{"kernel", [&c](const std::string& w, const std::string& v) {
+                     if (v == "bulk") c.kernel = DelayedKernel::bulk;
+                     else if (v == "per-tensor") c.kernel = DelayedKernel::per_tensor;
+                     else bad_value(w, v, "a kernel (bulk, per-tensor)");
                    }};
-    apply(name, {fp8(c.fp8_max), number("margin", c.margin), count("history", c.history), algo}, options);
-    return std::make_unique<DelayedScaler>(c);
-  }
-  if (name == "current") {
-    CurrentConfig c;
-    apply(name, {fp8(c.fp8_max), boolean("pow2", c.pow2), number("epsilon", c.epsilon)}, options);
-    if (!(c.epsilon >= 0)) throw std::invalid_argument("current.epsilon must be >= 0");
-    return std::make_unique<CurrentScaler>(c);
-  }
-  if (name == "mxfp8") {
-    float fp8_max = kE4M3Max;
-    apply(name, {fp8(fp8_max)}, options);
-    return std::make_unique<Mxfp8Scaler>(fp8_max);
-  }
-  throw std::invalid_argument("unknown strategy '" + name + "' (strategies: " + join(scaler_names()) + ")");
+  apply(name, {fp8(c.fp8_max), number("margin", c.margin), count("history", c.history), algo, kernel}, options);
+  return std::make_unique<DelayedScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_current(const std::string& name, const Options& options) {
+  CurrentConfig c;
+  apply(name, {fp8(c.fp8_max), boolean("pow2", c.pow2), number("epsilon", c.epsilon)}, options);
+  if (!(c.epsilon >= 0)) throw std::invalid_argument("current.epsilon must be >= 0");
+  return std::make_unique<CurrentScaler>(c);
+}
+
+std::unique_ptr<Scaler> make_mxfp8(const std::string& name, const Options& options) {
+  float fp8_max = kE4M3Max;
+  apply(name, {fp8(fp8_max)}, options);
+  return std::make_unique<Mxfp8Scaler>(fp8_max);
+}
+
+using Maker = std::unique_ptr<Scaler> (*)(const std::string&, const Options&);
+
+// In the order scaler_names() lists them.
+const std::vector<std::pair<std::string, Maker>>& makers() {
+  static const std::vector<std::pair<std::string, Maker>> table{
+      {"none", make_static},         {"static", make_static},     {"torch", make_torch},
+      {"apex", make_apex},           {"keras", make_keras},       {"deepspeed", make_deepspeed},
+      {"megatron", make_megatron},   {"fairseq", make_fairseq},   {"nemo", make_nemo},
+      {"delayed", make_delayed},     {"current", make_current},   {"mxfp8", make_mxfp8}};
+  return table;
 }
 
 }  // namespace
 
 std::vector<std::string> scaler_names() {
-  return {"none", "static", "torch", "apex", "keras", "deepspeed", "megatron", "delayed", "current", "mxfp8"};
+  std::vector<std::string> names;
+  for (const auto& [name, maker] : makers()) names.push_back(name);
+  return names;
 }
 
 std::unique_ptr<Scaler> make_scaler(std::string_view name, const ScalerOptions& options) {
-  return make(std::string(name), options);
+  for (const auto& [known, maker] : makers())
+    if (known == name) return maker(known, options);
+  throw std::invalid_argument("unknown strategy '" + std::string(name) + "' (strategies: " + join(scaler_names()) +
+                              ")");
 }
 
 ScalerOption parse_scaler_option(std::string_view text) {

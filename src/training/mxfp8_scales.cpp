@@ -9,7 +9,9 @@
 namespace mpverify::training {
 
 double mxfp8_block_scale(float amax, float fp8_max) {
-  if (!std::isfinite(amax)) return std::numeric_limits<double>::quiet_NaN();
+  // TE's float_to_e8m0: NaN -> 0xFF (NaN), inf -> 0xFE (2^127).
+  if (std::isnan(amax)) return std::numeric_limits<double>::quiet_NaN();
+  if (std::isinf(amax)) return 0x1p127;
   if (amax == 0.0f) return 0x1p-127;
   // k = ceil(log2(amax / fp8_max)) without rounding: the least k with
   // amax <= fp8_max * 2^k (exact in double for every float amax).
@@ -23,13 +25,11 @@ std::vector<double> mxfp8_block_scales(std::span<const float> values, float fp8_
   std::vector<double> scales;
   for (std::size_t begin = 0; begin < values.size(); begin += kMxBlock) {
     const std::size_t end = std::min(values.size(), begin + kMxBlock);
+    // TE reduces with fmaxf from 0: a NaN element does not count, an
+    // infinite one makes the amax infinite.
     float amax = 0.0f;
-    bool finite = true;
-    for (std::size_t i = begin; i < end; ++i) {
-      finite &= std::isfinite(values[i]);
-      amax = std::max(amax, std::fabs(values[i]));
-    }
-    scales.push_back(finite ? mxfp8_block_scale(amax, fp8_max) : std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t i = begin; i < end; ++i) amax = std::fmax(amax, std::fabs(values[i]));
+    scales.push_back(mxfp8_block_scale(amax, fp8_max));
   }
   return scales;
 }

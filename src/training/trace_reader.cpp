@@ -1,0 +1,333 @@
+#include "training/trace_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace mpverify::training {
+
+namespace {
+
+const std::vector<std::pair<std::string, TraceFormat>>& formats() {
+  static const std::vector<std::pair<std::string, TraceFormat>> table{
+      {"auto", TraceFormat::automatic}, {"lines", TraceFormat::lines},         {"csv", TraceFormat::csv},
+      {"jsonl", TraceFormat::jsonl},    {"deepspeed", TraceFormat::deepspeed}, {"megatron", TraceFormat::megatron},
+      {"monitor", TraceFormat::monitor}};
+  return table;
+}
+
+[[noreturn]] void fail(std::size_t index, const std::string& what) {
+  throw TraceError("line " + std::to_string(index + 1) + ": " + what);
+}
+
+std::string trim(std::string_view s) {
+  const std::size_t first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return "";
+  return std::string(s.substr(first, s.find_last_not_of(" \t\r") - first + 1));
+}
+
+bool meaningful(const std::string& line) {
+  const std::string t = trim(line);
+  return !t.empty() && t[0] != '#';
+}
+
+// A whole token as a number (decimal, inf, nan).
+std::optional<double> to_number(const std::string& token) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (ec != std::errc() || end != token.data() + token.size() || token.empty()) return std::nullopt;
+  return v;
+}
+
+// The number that follows `key` in a log line (spaces skipped), if any.
+std::optional<double> number_after(const std::string& line, std::string_view key) {
+  const std::size_t at = line.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = line.data() + at + key.size();
+  const char* const end = line.data() + line.size();
+  while (begin < end && *begin == ' ') ++begin;
+  double v = 0;
+  const auto [stop, ec] = std::from_chars(begin, end, v);
+  if (ec != std::errc() || stop == begin) return std::nullopt;
+  return v;
+}
+
+const std::vector<std::string> kColumns{"step", "found_inf", "scale", "amax"};
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) cells.push_back(trim(cell));
+  if (!line.empty() && line.back() == ',') cells.push_back("");
+  return cells;
+}
+
+// A found_inf cell or JSON value: 0/1/true/false.
+double flag_value(std::size_t index, const std::string& text) {
+  if (text == "1" || text == "true" || text == "True") return 1;
+  if (text == "0" || text == "false" || text == "False") return 0;
+  fail(index, "found_inf '" + text + "' is not 0, 1, true or false");
+}
+
+double scale_or_amax(std::size_t index, const std::string& column, const std::string& text) {
+  const auto v = to_number(text);
+  if (!v) fail(index, column + " '" + text + "' is not a number");
+  if (*v < 0 || std::signbit(*v)) fail(index, column + " '" + text + "' is negative");
+  return *v;
+}
+
+void set_cell(TraceStep& t, std::size_t index, const std::string& column, const std::string& text) {
+  if (text.empty()) return;  // unknown
+  if (column == "found_inf") {
+    t.found_inf = flag_value(index, text);
+  } else if (column == "step") {
+    const auto v = to_number(text);
+    if (!v || *v != std::floor(*v)) fail(index, "step '" + text + "' is not an integer");
+    t.step = static_cast<std::int64_t>(*v);
+  } else {
+    (column == "scale" ? t.scale : t.amax) = scale_or_amax(index, column, text);
+  }
+}
+
+void need_a_column(bool found, const std::string& what) {
+  if (!found)
+    throw TraceError(what + " has none of the columns found_inf, scale, amax (a trace's columns: step, found_inf, "
+                            "scale, amax)");
+}
+
+std::vector<TraceStep> read_csv(const std::vector<std::string>& lines) {
+  std::size_t header = 0;
+  while (header < lines.size() && !meaningful(lines[header])) ++header;
+  if (header == lines.size()) return {};
+  const std::vector<std::string> names = split_csv(trim(lines[header]));
+  bool useful = false;
+  for (const auto& n : names) useful |= n == "found_inf" || n == "scale" || n == "amax";
+  need_a_column(useful, "line " + std::to_string(header + 1) + ": the CSV header");
+  std::vector<TraceStep> steps;
+  for (std::size_t i = header + 1; i < lines.size(); ++i) {
+    if (!meaningful(lines[i])) continue;
+    const std::vector<std::string> cells = split_csv(trim(lines[i]));
+    if (cells.size() != names.size())
+      fail(i, std::to_string(cells.size()) + " cells under a header of " + std::to_string(names.size()));
+    TraceStep t;
+    t.line = static_cast<int>(i + 1);
+    t.bare = false;
+    for (std::size_t c = 0; c < names.size(); ++c)
+      if (std::find(kColumns.begin(), kColumns.end(), names[c]) != kColumns.end()) set_cell(t, i, names[c], cells[c]);
+    steps.push_back(t);
+  }
+  return steps;
+}
+
+// A JSON value of a column as the text a CSV cell would hold.
+std::string cell_text(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::vector<TraceStep> read_jsonl(const std::vector<std::string>& lines) {
+  std::vector<TraceStep> steps;
+  bool useful = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!meaningful(lines[i])) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(lines[i]);
+    } catch (const nlohmann::json::exception& e) {
+      fail(i, std::string("not a JSON object: ") + e.what());
+    }
+    if (!j.is_object()) fail(i, "not a JSON object");
+    TraceStep t;
+    t.line = static_cast<int>(i + 1);
+    t.bare = false;
+    for (const auto& column : kColumns) {
+      if (!j.contains(column)) continue;
+      useful |= column != "step";
+      // The Monitor writes a non-finite scale as a string ("inf").
+      set_cell(t, i, column, cell_text(j[column]));
+    }
+    steps.push_back(t);
+  }
+  if (!steps.empty()) need_a_column(useful, "the JSON lines");
+  return steps;
+}
+
+// The progress line's step (`step=N, skipped=K`), or nullopt.
+std::optional<std::pair<std::int64_t, std::int64_t>> deepspeed_progress(const std::string& line) {
+  const auto step = number_after(line, "step=");
+  const auto skipped = number_after(line, "skipped=");
+  if (!step || !skipped) return std::nullopt;
+  return std::make_pair(static_cast<std::int64_t>(*step), static_cast<std::int64_t>(*skipped));
+}
+
+std::vector<TraceStep> read_deepspeed(const std::vector<std::string>& lines) {
+  std::vector<TraceStep> steps;
+  std::optional<std::pair<double, std::size_t>> overflow;  // attempted scale, its line
+  ScalePrecision precision = ScalePrecision::exact;
+  std::optional<std::int64_t> last_step, last_skipped;
+  std::size_t overflow_lines = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (const auto attempted = number_after(lines[i], "Attempted loss scale:")) {
+      overflow = {*attempted, i};
+      overflow_lines += 1;
+      // DynamicLossScaler (ZeRO) prints int(cur_scale); FP16_Optimizer the float.
+      precision = lines[i].find("OVERFLOW! Rank") != std::string::npos ? ScalePrecision::integer_part
+                                                                       : ScalePrecision::exact;
+      continue;
+    }
+    const auto progress = deepspeed_progress(lines[i]);
+    if (!progress) continue;
+    const auto [step, skipped] = *progress;
+    if (step == 0) {  // the report at initialisation: no step yet
+      last_step = 0;
+      last_skipped = skipped;
+      continue;
+    }
+    if (last_step && step != *last_step + 1)
+      fail(i, "step=" + std::to_string(step) + " follows step=" + std::to_string(*last_step) +
+                  ": a trace needs every step (DeepSpeed's steps_per_print=1)");
+    TraceStep t;
+    t.line = static_cast<int>(i + 1);
+    t.bare = false;
+    t.step = step;
+    const bool grew = last_skipped ? skipped > *last_skipped : overflow.has_value();
+    if (overflow && !grew) fail(i, "an overflow line (line " + std::to_string(overflow->second + 1) +
+                                       ") but the skipped count did not grow");
+    t.found_inf = grew ? 1 : 0;
+    if (overflow) {
+      t.scale = overflow->first;
+      t.scale_precision = precision;
+    }
+    overflow.reset();
+    last_step = step;
+    last_skipped = skipped;
+    steps.push_back(t);
+  }
+  if (steps.empty() && overflow_lines > 0)
+    throw TraceError("the DeepSpeed log has overflow lines but no progress lines 'step=N, skipped=K': run with "
+                     "steps_per_print=1 so that every step is logged");
+  return steps;
+}
+
+std::vector<TraceStep> read_megatron(const std::vector<std::string>& lines) {
+  std::vector<TraceStep> steps;
+  std::optional<double> previous_scale;
+  std::optional<std::int64_t> last;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto iteration = number_after(lines[i], " iteration ");
+    const auto scale = number_after(lines[i], "loss scale:");
+    if (!iteration || !scale) continue;
+    const auto skipped = number_after(lines[i], "number of skipped iterations:");
+    if (!skipped) fail(i, "an iteration line without 'number of skipped iterations:'");
+    const auto n = static_cast<std::int64_t>(*iteration);
+    if (last && n != *last + 1)
+      fail(i, "iteration " + std::to_string(n) + " follows iteration " + std::to_string(*last) +
+                  ": a trace needs every iteration (Megatron's --log-interval 1)");
+    TraceStep t;
+    t.line = static_cast<int>(i + 1);
+    t.bare = false;
+    t.step = n;
+    t.found_inf = *skipped > 0 ? 1 : 0;
+    // The logged scale is the one after this iteration's update.
+    if (previous_scale) t.scale = previous_scale;
+    t.scale_precision = ScalePrecision::one_decimal;
+    previous_scale = *scale;
+    last = n;
+    steps.push_back(t);
+  }
+  return steps;
+}
+
+std::vector<TraceStep> read_lines(const std::vector<std::string>& lines) {
+  std::stringstream joined;
+  for (const auto& l : lines) joined << l << '\n';
+  return parse_trace(joined);
+}
+
+}  // namespace
+
+std::vector<std::string> trace_format_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, f] : formats()) names.push_back(name);
+  return names;
+}
+
+std::optional<TraceFormat> parse_trace_format(std::string_view name) {
+  for (const auto& [n, f] : formats())
+    if (n == name) return f;
+  return std::nullopt;
+}
+
+std::string trace_format_name(TraceFormat format) {
+  for (const auto& [n, f] : formats())
+    if (f == format) return n;
+  return "?";
+}
+
+TraceFormat detect_trace_format(const std::vector<std::string>& lines) {
+  std::size_t first = 0;
+  while (first < lines.size() && !meaningful(lines[first])) ++first;
+  if (first == lines.size()) return TraceFormat::lines;
+  if (trim(lines[first])[0] == '{') return TraceFormat::jsonl;
+  for (const auto& l : lines) {
+    if (l.find(" iteration ") != std::string::npos && l.find("loss scale:") != std::string::npos)
+      return TraceFormat::megatron;
+    if (l.find("Attempted loss scale:") != std::string::npos || deepspeed_progress(l)) return TraceFormat::deepspeed;
+  }
+  for (const auto& cell : split_csv(trim(lines[first])))
+    if (std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end()) return TraceFormat::csv;
+  return TraceFormat::lines;
+}
+
+ReadTrace read_trace(std::istream& in, TraceFormat format) {
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ReadTrace r;
+  r.format = format == TraceFormat::automatic ? detect_trace_format(lines) : format;
+  switch (r.format) {
+    case TraceFormat::csv: r.steps = read_csv(lines); break;
+    case TraceFormat::jsonl:
+    case TraceFormat::monitor: r.steps = read_jsonl(lines); break;
+    case TraceFormat::deepspeed: r.steps = read_deepspeed(lines); break;
+    case TraceFormat::megatron: r.steps = read_megatron(lines); break;
+    case TraceFormat::lines:
+    case TraceFormat::automatic: r.steps = read_lines(lines); break;
+  }
+  return r;
+}
+
+ReadTrace read_trace_path(const std::string& path, TraceFormat format) {
+  if (path == "-") {
+    if (format == TraceFormat::monitor) throw TraceError("a Monitor run is a directory, not standard input");
+    return read_trace(std::cin, format);
+  }
+  std::error_code ec;
+  const bool directory = std::filesystem::is_directory(path, ec);
+  if (format == TraceFormat::monitor && !directory)
+    throw TraceError("'" + path + "' is not a run directory (--log-format monitor reads DIR/steps.jsonl)");
+  if (directory) {
+    if (format != TraceFormat::automatic && format != TraceFormat::monitor)
+      throw TraceError("'" + path + "' is a directory: only a run directory (--log-format monitor) can be one");
+    const std::string steps = (std::filesystem::path(path) / "steps.jsonl").string();
+    std::ifstream in(steps);
+    if (!in) throw TraceError("'" + path + "' has no steps.jsonl: is it a Monitor or `mpverify train` run directory?");
+    ReadTrace r = read_trace(in, TraceFormat::jsonl);
+    r.format = TraceFormat::monitor;
+    return r;
+  }
+  std::ifstream in(path);
+  if (!in) throw TraceError("cannot read '" + path + "'");
+  return read_trace(in, format);
+}
+
+}  // namespace mpverify::training
