@@ -23,6 +23,7 @@
 #include "metrics/parity_gate.h"
 #include "report/gate_junit.h"
 #include "report/junit.h"
+#include "support/gate_runs.h"
 #include "support/run_command.h"
 #include "support/xml_checker.h"
 
@@ -35,6 +36,11 @@ using mpverify::metrics::Verdict;
 using mpverify::test::parse_xml;
 using mpverify::test::run_command;
 using mpverify::test::XmlElement;
+using mpverify::test::accuracies;
+using mpverify::test::GateCli;
+using mpverify::test::RunSpec;
+using mpverify::test::write_ensemble;
+using mpverify::test::write_run;
 using nlohmann::json;
 
 // ---------------------------------------------------------------- quantiles
@@ -125,20 +131,34 @@ TEST(GateStatistics, PairedRemovesSharedSeedNoise) {
   EXPECT_EQ(welch.verdict, Verdict::inconclusive);
 }
 
-// One value per side with bootstrap errors 0.3 and 0.4: se = 0.5, the normal
-// quantile 1.645: d = 0.2, interval [-0.622, 1.022].
-TEST(GateStatistics, NormalStderrInterval) {
-  const auto r = mpverify::metrics::normal_stderr_tost(20.0, 0.3, 20.2, 0.4, EquivalenceOptions{1.5, 0.05});
-  EXPECT_EQ(r.method, EquivalenceMethod::normal_stderr);
+// One value per side with bootstrap errors 0.3 and 0.4: se = 0.5, d = 0.2.
+// From B = 101 and 201 replicates the df is min(B) - 1 = 100, the table's
+// t(0.95, 100) = 1.660: interval [0.2 - 0.830, 0.2 + 0.830] = [-0.630, 1.030].
+TEST(GateStatistics, StderrIntervalUsesTWithReplicatesMinusOneDf) {
+  using mpverify::metrics::replicates_df;
+  using mpverify::metrics::stderr_t_tost;
+  EXPECT_EQ(replicates_df(101, 201), 100.0);
+  EXPECT_EQ(replicates_df(2, 50), 1.0);
+  EXPECT_THROW(replicates_df(1, 50), std::invalid_argument);
+  const auto r = stderr_t_tost(20.0, 0.3, 20.2, 0.4, replicates_df(101, 201), EquivalenceOptions{1.5, 0.05});
+  EXPECT_EQ(r.method, EquivalenceMethod::stderr_t);
   EXPECT_NEAR(r.standard_error, 0.5, 1e-12);
-  EXPECT_TRUE(std::isinf(r.df));
-  EXPECT_NEAR(r.lower, 0.2 - 1.645 * 0.5, 0.0005 * 0.5);
-  EXPECT_NEAR(r.upper, 0.2 + 1.645 * 0.5, 0.0005 * 0.5);
+  EXPECT_EQ(r.df, 100.0);
+  EXPECT_NEAR(r.lower, 0.2 - 1.660 * 0.5, 0.0005 * 0.5);  // the table's rounding times se
+  EXPECT_NEAR(r.upper, 0.2 + 1.660 * 0.5, 0.0005 * 0.5);
   EXPECT_EQ(r.verdict, Verdict::equivalent);
-  EXPECT_EQ(mpverify::metrics::normal_stderr_tost(20.0, 0.3, 20.2, 0.4, EquivalenceOptions{1.0, 0.05}).verdict,
-            Verdict::inconclusive);  // 1.022 > 1
-  EXPECT_FALSE(mpverify::metrics::normal_stderr_tost(20.0, 0.3, 20.2, 0.4, EquivalenceOptions{1.0, 0.05})
+  EXPECT_EQ(stderr_t_tost(20.0, 0.3, 20.2, 0.4, 100, EquivalenceOptions{1.0, 0.05}).verdict,
+            Verdict::inconclusive);  // 1.030 > 1
+  EXPECT_FALSE(stderr_t_tost(20.0, 0.3, 20.2, 0.4, 100, EquivalenceOptions{1.0, 0.05})
                    .seeds_needed.has_value());  // seeds cannot be planned from bootstrap errors
+  // B = 2 on one side: df 1, the table's t(0.95, 1) = 6.314, where the normal
+  // quantile (1.645) would have claimed the interval [-0.62, 1.02] and passed at margin 1.5.
+  const auto two = stderr_t_tost(20.0, 0.3, 20.2, 0.4, replicates_df(2, 200), EquivalenceOptions{1.5, 0.05});
+  EXPECT_NEAR(two.upper, 0.2 + 6.314 * 0.5, 0.0005 * 0.5);
+  EXPECT_EQ(two.verdict, Verdict::inconclusive);
+  // df = +infinity is the normal quantile, z(0.95) = 1.645 (the same handbook's table).
+  EXPECT_NEAR(stderr_t_tost(20.0, 0.3, 20.2, 0.4, INFINITY, EquivalenceOptions{1.5, 0.05}).upper, 0.2 + 1.645 * 0.5,
+              0.0005 * 0.5);
 }
 
 // No spread, no estimate of the noise: inconclusive whichever side of the
@@ -157,7 +177,7 @@ TEST(GateStatistics, ZeroSpreadIsInconclusive) {
   // paired: every per-seed difference equal, though each side varies
   const std::vector<double> pb = {90, 91}, pc = {90.9, 91.9};
   EXPECT_EQ(mpverify::metrics::paired_tost(pb, pc, EquivalenceOptions{1.0, 0.05}).verdict, Verdict::inconclusive);
-  EXPECT_EQ(mpverify::metrics::normal_stderr_tost(10, 0, 10.9, 0, EquivalenceOptions{1.0, 0.05}).verdict,
+  EXPECT_EQ(mpverify::metrics::stderr_t_tost(10, 0, 10.9, 0, 49, EquivalenceOptions{1.0, 0.05}).verdict,
             Verdict::inconclusive);
 }
 
@@ -238,122 +258,6 @@ TEST(GateStatistics, RejectsBadArguments) {
 }
 
 // ------------------------------------------------------------ crafted runs
-
-struct RunSpec {
-  std::int64_t seed = 1;
-  std::string recipe = "fp32";
-  std::optional<double> accuracy = 0.9;  // nullopt writes null
-  bool accuracy_key = true;
-  std::optional<double> fid;  // written with fid_stderr when set
-  double fid_stderr = 0.3;
-  bool aborted = false;
-  bool final_loss_null = false;
-  std::int64_t steps = 20;
-  double loss_offset = 0;  // losses: 2 / (step + 1) + loss_offset
-  json config_overrides = json::object();
-  int test_size = 1000;
-};
-
-json config_for(const RunSpec& r) {
-  json c = {{"model", r.fid ? "dcgan" : "mlp"},
-            {"data", "synthetic-digits"},
-            {"train_size", 4096},
-            {"recipe", r.recipe},
-            {"scaler", "torch"},
-            {"backend", "emu"},
-            {"steps", r.steps},
-            {"batch_size", 32},
-            {"seed", r.seed},
-            {"optimizer", "sgd"}};
-  for (auto it = r.config_overrides.begin(); it != r.config_overrides.end(); ++it) c[it.key()] = it.value();
-  return c;
-}
-
-void write_run(const fs::path& dir, const RunSpec& r) {
-  fs::create_directories(dir);
-  json evaluation = json::object();
-  if (r.fid) {
-    evaluation = {{"fid", *r.fid}, {"fid_stderr", r.fid_stderr}, {"kid", 0.01}, {"kid_stderr", 0.001}, {"n", 2000}};
-  } else if (r.accuracy_key) {
-    evaluation = {{"test_accuracy", r.accuracy ? json(*r.accuracy) : json(nullptr)},
-                  {"test_loss", 0.3},
-                  {"test_size", r.test_size}};
-  }
-  const json summary = {{"config", config_for(r)},
-                        {"steps", r.steps},
-                        {"skipped_steps", 0},
-                        {"aborted", r.aborted},
-                        {"final_loss", r.final_loss_null ? json(nullptr) : json(0.25)},
-                        {"evaluation", evaluation}};
-  std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
-  std::ofstream steps(dir / "steps.jsonl");
-  for (std::int64_t s = 0; s < r.steps; ++s)
-    steps << json{{"step", s}, {"loss", 2.0 / static_cast<double>(s + 1) + r.loss_offset}, {"scale", 65536.0}}.dump()
-          << "\n";
-}
-
-// An ensemble: one run per spec, each in seed-<seed>/.
-void write_ensemble(const fs::path& dir, const std::vector<RunSpec>& runs) {
-  fs::create_directories(dir);
-  json seeds = json::array();
-  for (const RunSpec& r : runs) {
-    seeds.push_back(r.seed);
-    write_run(dir / ("seed-" + std::to_string(r.seed)), r);
-  }
-  std::ofstream(dir / "ensemble.json") << json{{"seeds", seeds}, {"config", config_for(runs.front())}}.dump(2);
-}
-
-std::vector<RunSpec> accuracies(const std::vector<std::int64_t>& seeds, const std::vector<double>& values,
-                                const std::string& recipe) {
-  std::vector<RunSpec> runs;
-  for (std::size_t i = 0; i < seeds.size(); ++i) {
-    RunSpec r;
-    r.seed = seeds[i];
-    r.recipe = recipe;
-    r.accuracy = values[i];
-    runs.push_back(r);
-  }
-  return runs;
-}
-
-class GateCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char path[] = "/tmp/mpverify-gate-XXXXXX";
-    ASSERT_NE(mkdtemp(path), nullptr);
-    root_ = path;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  struct Outcome {
-    int exit_code;
-    std::string out;      // stdout only
-    std::string out_err;  // stdout and stderr
-  };
-  Outcome gate(const std::string& args) {
-    const std::string command = std::string(MPVERIFY_BIN) + " gate " + args;
-    const auto only_out = run_command("cd " + root_.string() + " && " + command, "");
-    const auto both = run_command("cd " + root_.string() + " && " + command, "", true);
-    EXPECT_EQ(only_out.exit_code, both.exit_code);
-    return {only_out.exit_code, only_out.out, both.out};
-  }
-  json gate_json(const std::string& args, int expected_exit) {
-    const Outcome o = gate(args + " --json");
-    EXPECT_EQ(o.exit_code, expected_exit) << o.out_err;
-    return json::parse(o.out);
-  }
-  // Bad input: exit 2, nothing on stdout, no report, and a message holding every fragment.
-  void expect_bad_input(const std::string& args, const std::vector<std::string>& fragments) {
-    const fs::path report = root_ / "bad-input-report.xml";
-    const Outcome o = gate(args + " --junit " + report.string());
-    EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out_err;
-    EXPECT_EQ(o.out, "") << args;
-    EXPECT_FALSE(fs::exists(report)) << args;
-    for (const std::string& f : fragments) EXPECT_NE(o.out_err.find(f), std::string::npos) << f << "\n" << o.out_err;
-  }
-
-  fs::path root_;
-};
 
 // Baseline fp32 seeds 1..6; equivalent candidate: each seed +-0.1 point.
 const std::vector<std::int64_t> kSeeds = {1, 2, 3, 4, 5, 6};
@@ -456,29 +360,48 @@ TEST_F(GateCli, DivergedRunsNeverPass) {
     }
 }
 
-TEST_F(GateCli, FidSingleRunsUseBootstrapErrorsAndSaySo) {
+// One run per side is inconclusive (exit 3) whatever the FIDs say;
+// --accept-single-run tests on the bootstrap errors with t(B - 1).
+TEST_F(GateCli, FidSingleRunsAreInconclusiveUnlessAccepted) {
   RunSpec b, c;
   b.fid = 20.0;
   b.fid_stderr = 0.3;
+  b.fid_replicates = 101;
   c.fid = 20.2;
   c.fid_stderr = 0.4;
+  c.fid_replicates = 201;
   c.recipe = "o2";
   write_run(root_ / "gan-fp32", b);
   write_run(root_ / "gan-o2", c);
-  // Interval [-0.622, 1.022] (see GateStatistics.NormalStderrInterval).
-  const json eq = gate_json("--baseline gan-fp32 --candidate gan-o2 --metric fid --margin 1.5", 0);
-  EXPECT_EQ(eq["method"], "normal-stderr");
-  EXPECT_EQ(eq["df"], nullptr);
+  const std::string args = "--baseline gan-fp32 --candidate gan-o2 --metric fid";
+  const Outcome single = gate(args + " --margin 1.5");
+  EXPECT_EQ(single.exit_code, 3) << single.out_err;
+  EXPECT_EQ(single.out.rfind("INCONCLUSIVE (fid)", 0), 0u) << single.out;
+  EXPECT_NE(single.out.find("--accept-single-run"), std::string::npos) << single.out;
+  EXPECT_EQ(gate_json(args + " --margin 1.5", 3)["method"], nullptr);
+  // Interval 0.2 -+ t(0.95, min(101, 201) - 1 = 100) 0.5 = [-0.630, 1.030] (GateStatistics.StderrInterval...).
+  const json eq = gate_json(args + " --margin 1.5 --accept-single-run", 0);
+  EXPECT_EQ(eq["method"], "stderr-t");
+  EXPECT_EQ(eq["df"], 100.0);
+  EXPECT_NEAR(eq["ci_upper"].get<double>(), 0.2 + 1.660 * 0.5, 0.0005 * 0.5);  // the table's rounding times se
   EXPECT_NE(eq["line"].get<std::string>().find("seed-to-seed variance not covered"), std::string::npos);
-  EXPECT_EQ(gate_json("--baseline gan-fp32 --candidate gan-o2 --metric fid --margin 1", 3)["verdict"],
-            "inconclusive");
-  EXPECT_EQ(gate_json("--baseline gan-fp32 --candidate gan-o2 --metric fid --margin 0.1", 3)["verdict"],
-            "inconclusive");
+  EXPECT_EQ(gate_json(args + " --margin 1 --accept-single-run", 3)["verdict"], "inconclusive");
   c.fid = 25.0;
   write_run(root_ / "gan-o2", c);
-  // d = 5, interval [4.18, 5.82]: entirely above 1.5.
-  EXPECT_EQ(gate_json("--baseline gan-fp32 --candidate gan-o2 --metric fid --margin 1.5", 1)["verdict"],
-            "not equivalent");
+  // d = 5, interval [4.17, 5.83]: entirely above 1.5, but one run per side decides nothing without the flag.
+  EXPECT_EQ(gate_json(args + " --margin 1.5", 3)["verdict"], "inconclusive");
+  EXPECT_EQ(gate_json(args + " --margin 1.5 --accept-single-run", 1)["verdict"], "not equivalent");
+  // Two replicates: df 1, the table's t(0.95, 1) = 6.314, interval 5 -+ 3.157 = [1.843, 8.157], which straddles the
+  // margin 2: inconclusive, where the normal quantile's [4.18, 5.82] said not equivalent.
+  c.fid_replicates = 2;
+  write_run(root_ / "gan-o2", c);
+  const json two = gate_json(args + " --margin 2 --accept-single-run", 3);
+  EXPECT_EQ(two["df"], 1.0);
+  EXPECT_NEAR(two["ci_lower"].get<double>(), 5 - 6.314 * 0.5, 0.0005 * 0.5);
+  // A run without its replicate count cannot be tested this way.
+  c.fid_replicates = 0;
+  write_run(root_ / "gan-o2", c);
+  expect_bad_input(args + " --margin 2 --accept-single-run", {"gan-o2", "replicates"});
 }
 
 TEST_F(GateCli, FidEnsemblesUseTheRuns) {
@@ -498,6 +421,44 @@ TEST_F(GateCli, FidEnsemblesUseTheRuns) {
   const json j = gate_json("--baseline gan-fp32 --candidate gan-o2 --metric fid --margin 1", 0);
   EXPECT_EQ(j["method"], "paired");
   EXPECT_NEAR(j["difference"].get<double>(), 0.025, 1e-9);  // (0.1 - 0.1 + 0.2 - 0.1)/4
+}
+
+// KID as the metric: the runs' evaluation.kid, paired over seeds. Per-seed
+// differences {2, -1, 3, -2} x 1e-4: mean 5e-5, sample variance
+// (1.5^2 + 1.5^2 + 2.5^2 + 2.5^2) 1e-8 / 3 = 17e-8 / 3, df 3.
+TEST_F(GateCli, KidEnsemblesUseTheRuns) {
+  std::vector<RunSpec> b, c;
+  const double kb[] = {0.0100, 0.0120, 0.0110, 0.0130}, kc[] = {0.0102, 0.0119, 0.0113, 0.0128};
+  for (int i = 0; i < 4; ++i) {
+    RunSpec r;
+    r.seed = i + 1;
+    r.fid = 20;
+    r.kid = kb[i];
+    b.push_back(r);
+    r.kid = kc[i];
+    r.recipe = "o2";
+    c.push_back(r);
+  }
+  write_ensemble(root_ / "gan-fp32", b);
+  write_ensemble(root_ / "gan-o2", c);
+  const json j = gate_json("--baseline gan-fp32 --candidate gan-o2 --metric kid --margin 0.002", 0);
+  EXPECT_EQ(j["method"], "paired");
+  EXPECT_EQ(j["unit"], "KID");
+  EXPECT_EQ(j["direction"], "lower");
+  EXPECT_NEAR(j["difference"].get<double>(), 5e-5, 1e-15);
+  const double se = std::sqrt(17e-8 / 3 / 4);
+  EXPECT_NEAR(j["standard_error"].get<double>(), se, 1e-15);
+  EXPECT_NEAR(j["ci_upper"].get<double>(), 5e-5 + 2.353 * se, 0.0005 * se);  // the table's t(0.95, 3)
+  // A diverged KID never passes; a single KID run has no standard error to test on.
+  c[2].kid = NAN;  // written as null by nlohmann
+  write_ensemble(root_ / "gan-o2", c);
+  EXPECT_EQ(gate_json("--baseline gan-fp32 --candidate gan-o2 --metric kid --margin 0.002", 1)["verdict"],
+            "not equivalent");
+  write_run(root_ / "one-fp32", b[0]);
+  write_run(root_ / "one-o2", c[0]);
+  EXPECT_EQ(gate("--baseline one-fp32 --candidate one-o2 --metric kid --margin 0.002").exit_code, 3);
+  expect_bad_input("--baseline one-fp32 --candidate one-o2 --metric kid --margin 0.002 --accept-single-run",
+                   {"kid_stderr", "not a standard error"});
 }
 
 TEST_F(GateCli, LossTailMeanAndEnvelope) {
@@ -663,12 +624,14 @@ TEST_F(GateCli, BadInputExitsTwoWithAClearMessage) {
     expect_bad_input("--baseline fp32 --candidate o2-noacc --metric accuracy --margin 1",
                      {"o2-noacc/seed-6/summary.json", "no \"test_accuracy\""});
   }
-  // Fewer than 2 runs per side; paired asked of different seeds.
+  // Paired asked of different seeds, or of single runs; --accept-single-run where no standard error exists.
   {
     write_run(root_ / "single-fp32", accuracies({1}, {0.9}, "fp32")[0]);
     write_run(root_ / "single-o2", accuracies({1}, {0.9}, "o2")[0]);
-    expect_bad_input("--baseline single-fp32 --candidate single-o2 --metric accuracy --margin 1",
-                     {"fewer than 2 runs", "--seeds"});
+    expect_bad_input("--baseline single-fp32 --candidate single-o2 --metric accuracy --margin 1 --method paired",
+                     {"--method paired", ">= 2 runs per side"});
+    expect_bad_input("--baseline single-fp32 --candidate single-o2 --metric accuracy --margin 1 --accept-single-run",
+                     {"--accept-single-run", "no standard error"});
     write_ensemble(root_ / "o2-other", accuracies({7, 8, 9, 10, 11, 12}, kClose, "o2"));
     expect_bad_input("--baseline fp32 --candidate o2-other --metric accuracy --margin 1 --method paired",
                      {"--method paired", "same set"});

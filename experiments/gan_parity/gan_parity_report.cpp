@@ -147,9 +147,11 @@ void evaluate_gates(const GanParityConfig& c, const std::vector<GanSide>& sides,
     ev.fid_gates.push_back(metrics::evaluate_gate(baseline, metrics::read_named_ensemble(c.runs, sides[k].name, true), fid_options));
     say(metrics::gate_verdict_line(ev.fid_gates.back()));
     ev.seed_gates.emplace_back();
+    metrics::GateOptions single_options = fid_options;  // per seed: the bootstrap errors, as the table says
+    single_options.accept_single_run = true;
     for (std::uint64_t s = 1; s <= n_seeds; ++s)
       ev.seed_gates.back().push_back(metrics::evaluate_gate(read_one(c.runs, sides[0].name, s),
-                                                         read_one(c.runs, sides[k].name, s), fid_options));
+                                                         read_one(c.runs, sides[k].name, s), single_options));
     KidTest kid;
     std::vector<double> b, a;
     for (std::uint64_t s = 1; s <= n_seeds && kid.diverged.empty(); ++s) {
@@ -472,8 +474,9 @@ void runs_section(const GanParityConfig& c, const std::vector<GanSide>& sides, G
     }
     md += "\n";
   }
-  md += "\nFID per seed with one run per side (the gate's `normal-stderr` method on the two bootstrap standard errors; "
-        "it covers the evaluation's sampling noise only, not the seed-to-seed spread):\n\n";
+  md += "\nFID per seed with one run per side (the gate's `stderr-t` method, `--accept-single-run`: the two bootstrap "
+        "standard errors, t with B - 1 degrees of freedom for B replicates; it covers the evaluation's sampling noise "
+        "only, not the seed-to-seed spread):\n\n";
   md += report::gate_table_header(c.alpha);
   for (const std::vector<metrics::GateResult>& per_seed : seed_gates)
     for (const metrics::GateResult& g : per_seed) md += report::gate_table_row(g) + "\n";

@@ -1,5 +1,6 @@
 #include "metrics/ensemble.h"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -20,7 +21,9 @@ std::string quoted(const fs::path& p) {
 
 [[noreturn]] void fail(const fs::path& file, const std::string& what) { throw InputError(quoted(file) + ": " + what); }
 
-std::string read_whole_file(const fs::path& file) {
+}  // namespace
+
+std::string read_text_file(const fs::path& file) {
   std::error_code ec;
   if (!fs::exists(file, ec)) throw InputError(quoted(file) + " does not exist");
   if (fs::is_directory(file, ec)) fail(file, "is a directory, expected a file");
@@ -30,6 +33,8 @@ std::string read_whole_file(const fs::path& file) {
   text << in.rdbuf();
   return text.str();
 }
+
+namespace {
 
 // Whether `text` holds NaN or Infinity outside a string: the token Python's
 // json.dump and some loggers write for a non-finite float, which JSON lacks.
@@ -77,7 +82,7 @@ std::string seed_dir_name(std::int64_t seed) { return "seed-" + std::to_string(s
 }  // namespace
 
 json read_json_document(const fs::path& file) {
-  const std::string text = read_whole_file(file);
+  const std::string text = read_text_file(file);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) fail(file, "is empty (a run killed while writing it?)");
   json document = parse_or_explain(text, file, "");
   if (!document.is_object()) fail(file, "is not a JSON object");
@@ -85,7 +90,7 @@ json read_json_document(const fs::path& file) {
 }
 
 std::vector<json> read_json_lines_checked(const fs::path& file) {
-  const std::string text = read_whole_file(file);
+  const std::string text = read_text_file(file);
   std::vector<json> records;
   std::size_t start = 0;
   for (std::size_t number = 1; start < text.size(); ++number) {
@@ -181,6 +186,50 @@ Ensemble read_named_ensemble(const std::filesystem::path& parent, const std::str
   for (RunDirectory& r : e.runs)
     if (r.seed) r.name = name + "/seed-" + std::to_string(*r.seed);
   return e;
+}
+
+namespace {
+
+[[noreturn]] void bad_step_log(const RunDirectory& run, const std::string& what) {
+  throw InputError("'" + run.name + "/steps.jsonl': " + what);
+}
+
+}  // namespace
+
+// Per step, the loss (nullopt: non-finite, null in the log), in step order
+// 0..steps-1; bad input unless every step appears exactly once. A run that
+// declared itself diverged (`stopped_early`) stopped before the last step, so
+// its missing steps are left nullopt instead.
+std::vector<std::optional<double>> read_loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps,
+                                                   bool stopped_early) {
+  const std::vector<json>& records = *run.steps;
+  std::vector<std::optional<double>> curve(static_cast<std::size_t>(steps));
+  std::vector<bool> seen(static_cast<std::size_t>(steps), false);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const json& r = records[i];
+    const std::string at = "line " + std::to_string(i + 1) + ": ";
+    const auto s = r.find("step");
+    if (s == r.end() || !s->is_number_integer()) bad_step_log(run, at + "no integer \"step\"");
+    const auto step = s->get<std::int64_t>();
+    if (step < 0 || step >= steps)
+      bad_step_log(run, at + "step " + std::to_string(step) + " is outside 0.." + std::to_string(steps - 1) +
+                   " (summary.json's config.steps is " + std::to_string(steps) + ")");
+    const auto index = static_cast<std::size_t>(step);
+    if (seen[index]) bad_step_log(run, at + "step " + std::to_string(step) + " appears a second time");
+    seen[index] = true;
+    const auto loss = r.find(key);
+    if (loss == r.end()) bad_step_log(run, at + "no \"" + key + "\" (the loss the gate compares)");
+    if (loss->is_null()) continue;
+    if (!loss->is_number()) bad_step_log(run, at + "\"" + key + "\" is " + loss->dump() + ", expected a number");
+    const double x = loss->get<double>();
+    if (std::isfinite(x)) curve[index] = x;
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k] && !stopped_early)
+      bad_step_log(run,
+          "step " + std::to_string(k) + " is missing (the log holds " + std::to_string(records.size()) + " of " +
+              std::to_string(steps) + " steps: truncated, or a run that stopped early without saying so)");
+  return curve;
 }
 
 }  // namespace mpverify::metrics

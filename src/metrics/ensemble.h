@@ -59,10 +59,20 @@ RunDirectory read_run_directory(const std::filesystem::path& dir, bool with_step
 // on where the runs were written.
 Ensemble read_named_ensemble(const std::filesystem::path& parent, const std::string& name, bool with_steps);
 
+// Per step, the run's `key` (nullopt: non-finite, null in the log), in step
+// order 0..steps-1 (the run must have been read with its steps); InputError
+// unless every step appears exactly once with an integer "step" and the key.
+// A run that declared itself diverged (`stopped_early`) stopped before the
+// last step, so its missing steps are left nullopt instead.
+std::vector<std::optional<double>> read_loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps,
+                                                   bool stopped_early);
+
 // One JSON document (summary.json, ensemble.json) / a JSON Lines file, with
 // the diagnostics above (summary.json and ensemble.json must be objects; every
 // line of a JSON Lines file an object, blank lines skipped).
 nlohmann::json read_json_document(const std::filesystem::path& file);
+// A whole file's bytes; InputError when it is missing, a directory or unreadable.
+std::string read_text_file(const std::filesystem::path& file);
 std::vector<nlohmann::json> read_json_lines_checked(const std::filesystem::path& file);
 
 }  // namespace mpverify::metrics

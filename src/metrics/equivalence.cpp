@@ -14,7 +14,6 @@ namespace mpverify::metrics {
 
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Beyond this many runs per side the estimate is not worth printing: nobody
 // trains 10000 seeds, and the number would be noise-driven anyway.
 constexpr std::size_t kMaxSeedsNeeded = 10000;
@@ -109,7 +108,7 @@ const char* to_string(EquivalenceMethod method) {
   switch (method) {
     case EquivalenceMethod::welch: return "welch";
     case EquivalenceMethod::paired: return "paired";
-    case EquivalenceMethod::normal_stderr: return "normal-stderr";
+    case EquivalenceMethod::stderr_t: return "stderr-t";
   }
   return "?";
 }
@@ -222,21 +221,28 @@ EquivalenceResult paired_tost(std::span<const double> baseline, std::span<const 
   return r;
 }
 
-EquivalenceResult normal_stderr_tost(double baseline, double baseline_stderr, double candidate,
-                                     double candidate_stderr, const EquivalenceOptions& options) {
+double replicates_df(std::size_t replicates_b, std::size_t replicates_c) {
+  if (replicates_b < 2 || replicates_c < 2)
+    throw std::invalid_argument("equivalence: a standard error needs at least 2 replicates");
+  return static_cast<double>(std::min(replicates_b, replicates_c) - 1);
+}
+
+EquivalenceResult stderr_t_tost(double baseline, double baseline_stderr, double candidate, double candidate_stderr,
+                                double df, const EquivalenceOptions& options) {
   check_options(options);
+  if (!(df > 0)) throw std::invalid_argument("equivalence: df must be > 0");
   for (double v : {baseline, baseline_stderr, candidate, candidate_stderr})
     if (!std::isfinite(v)) throw std::invalid_argument("equivalence: a non-finite value or standard error");
   if (baseline_stderr < 0 || candidate_stderr < 0)
     throw std::invalid_argument("equivalence: a negative standard error");
   EquivalenceResult r;
-  r.method = EquivalenceMethod::normal_stderr;
+  r.method = EquivalenceMethod::stderr_t;
   r.n_baseline = r.n_candidate = 1;
   r.mean_baseline = baseline;
   r.mean_candidate = candidate;
   r.difference = candidate - baseline;
   r.standard_error = std::hypot(baseline_stderr, candidate_stderr);
-  r.df = kInfinity;
+  r.df = df;
   finish(r, options);
   return r;
 }

@@ -28,10 +28,18 @@
 //            so the per-seed differences d_k = c_k - b_k carry the signal and
 //            the shared noise cancels: se = sd(d)/sqrt(n), df = n - 1. Needs
 //            n >= 2 pairs.
-//  - normal_stderr: one value per side, each with its own standard error (an
+//  - stderr_t: one value per side, each with its own standard error (an
 //            FID and its bootstrap standard error): se^2 = se_b^2 + se_c^2,
-//            the normal quantile (df = infinity). Covers the evaluation's
-//            sampling noise only, NOT seed-to-seed variance; the gate says so.
+//            the t quantile with the caller's df. Each standard error is the
+//            standard deviation of B replicates, an estimate with B - 1
+//            degrees of freedom; the gate passes df = min(B_b, B_c) - 1, the
+//            low end of the Welch-Satterthwaite range for the sum (the df of
+//            a sum of two variance estimates lies between the smaller df and
+//            their total), so the interval is never narrower than the
+//            Satterthwaite one. With B = 2 that is t(0.95, 1) = 6.31 where the
+//            normal quantile 1.645 claimed a precision 2 replicates cannot
+//            give. Covers the evaluation's sampling noise only, NOT
+//            seed-to-seed variance; the gate says so.
 // Student-t and normal quantiles come from Boost.Math.
 //
 // When se is 0 (no spread between the runs: every value equal on each side,
@@ -66,10 +74,10 @@
 namespace mpverify::metrics {
 
 enum class Verdict { equivalent, not_equivalent, inconclusive };
-enum class EquivalenceMethod { welch, paired, normal_stderr };
+enum class EquivalenceMethod { welch, paired, stderr_t };
 
 const char* to_string(Verdict verdict);           // "equivalent", "not equivalent", "inconclusive"
-const char* to_string(EquivalenceMethod method);  // "welch", "paired", "normal-stderr"
+const char* to_string(EquivalenceMethod method);  // "welch", "paired", "stderr-t"
 
 struct EquivalenceOptions {
   EquivalenceOptions() = default;
@@ -86,11 +94,11 @@ struct EquivalenceResult {
   EquivalenceMethod method = EquivalenceMethod::welch;
   std::size_t n_baseline = 0, n_candidate = 0;
   double mean_baseline = 0, mean_candidate = 0;
-  double sd_baseline = 0, sd_candidate = 0;  // sample standard deviations (0 for normal_stderr)
+  double sd_baseline = 0, sd_candidate = 0;  // sample standard deviations (0 for stderr_t)
   double sd_difference = 0;                  // paired only: sd of the per-seed differences
   double difference = 0;                     // mean_candidate - mean_baseline
   double standard_error = 0;
-  double df = 0;        // degrees of freedom; +infinity for normal_stderr
+  double df = 0;        // degrees of freedom; +infinity only when a caller passes it to stderr_t_tost
   double quantile = 0;  // t(1 - alpha, df) (or z(1 - alpha))
   double lower = 0, upper = 0;  // the (1 - 2 alpha) confidence interval of the difference
   // TOST p-values: p_lower for H0: d <= -margin, p_upper for H0: d >= margin.
@@ -108,9 +116,13 @@ EquivalenceResult welch_tost(std::span<const double> baseline, std::span<const d
 // baseline[k] and candidate[k] come from the same seed; the spans have equal sizes.
 EquivalenceResult paired_tost(std::span<const double> baseline, std::span<const double> candidate,
                               const EquivalenceOptions& options);
-// One value per side with its standard error (>= 0, finite).
-EquivalenceResult normal_stderr_tost(double baseline, double baseline_stderr, double candidate,
-                                     double candidate_stderr, const EquivalenceOptions& options);
+// One value per side with its standard error (>= 0, finite); df > 0 (+infinity:
+// the normal quantile).
+EquivalenceResult stderr_t_tost(double baseline, double baseline_stderr, double candidate, double candidate_stderr,
+                                double df, const EquivalenceOptions& options);
+// The df stderr_t_tost takes for two standard errors from b and c replicates
+// (each >= 2): min(b, c) - 1 (see the top of this file).
+double replicates_df(std::size_t replicates_b, std::size_t replicates_c);
 
 // The verdict of an interval against ±margin (the rule above).
 Verdict classify_interval(double lower, double upper, double margin);

@@ -159,46 +159,8 @@ void check_same_evaluation_size(const std::vector<const RunDirectory*>& runs, co
   }
 }
 
-// Per step, the loss (nullopt: non-finite, null in the log), in step order
-// 0..steps-1; bad input unless every step appears exactly once. A run that
-// declared itself diverged (`stopped_early`) stopped before the last step, so
-// its missing steps are left nullopt instead.
-std::vector<std::optional<double>> loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps,
-                                              bool stopped_early) {
-  const std::vector<json>& records = *run.steps;
-  std::vector<std::optional<double>> curve(static_cast<std::size_t>(steps));
-  std::vector<bool> seen(static_cast<std::size_t>(steps), false);
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const json& r = records[i];
-    const std::string at = "line " + std::to_string(i + 1) + ": ";
-    const auto s = r.find("step");
-    if (s == r.end() || !s->is_number_integer()) bad(run, at + "no integer \"step\"", "steps.jsonl");
-    const auto step = s->get<std::int64_t>();
-    if (step < 0 || step >= steps)
-      bad(run, at + "step " + std::to_string(step) + " is outside 0.." + std::to_string(steps - 1) +
-                   " (summary.json's config.steps is " + std::to_string(steps) + ")",
-          "steps.jsonl");
-    const auto index = static_cast<std::size_t>(step);
-    if (seen[index]) bad(run, at + "step " + std::to_string(step) + " appears a second time", "steps.jsonl");
-    seen[index] = true;
-    const auto loss = r.find(key);
-    if (loss == r.end()) bad(run, at + "no \"" + key + "\" (the loss the gate compares)", "steps.jsonl");
-    if (loss->is_null()) continue;
-    if (!loss->is_number()) bad(run, at + "\"" + key + "\" is " + loss->dump() + ", expected a number", "steps.jsonl");
-    const double x = loss->get<double>();
-    if (std::isfinite(x)) curve[index] = x;
-  }
-  for (std::size_t k = 0; k < seen.size(); ++k)
-    if (!seen[k] && !stopped_early)
-      bad(run,
-          "step " + std::to_string(k) + " is missing (the log holds " + std::to_string(records.size()) + " of " +
-              std::to_string(steps) + " steps: truncated, or a run that stopped early without saying so)",
-          "steps.jsonl");
-  return curve;
-}
-
 struct Side {
-  const Ensemble* ensemble;
+  const Ensemble* ensemble;  // nullptr for a value file
   const char* name;  // "baseline" / "candidate"
   std::vector<RunOutcome> outcomes;
   std::vector<std::vector<std::optional<double>>> curves;  // loss only
@@ -273,6 +235,17 @@ const char* to_string(GateMetric metric) {
     case GateMetric::accuracy: return "accuracy";
     case GateMetric::fid: return "fid";
     case GateMetric::loss: return "loss";
+    case GateMetric::kid: return "kid";
+    case GateMetric::custom: return "custom";
+  }
+  return "?";
+}
+
+const char* to_string(Direction direction) {
+  switch (direction) {
+    case Direction::unspecified: return "unspecified";
+    case Direction::higher_is_better: return "higher";
+    case Direction::lower_is_better: return "lower";
   }
   return "?";
 }
@@ -281,7 +254,34 @@ std::optional<GateMetric> parse_gate_metric(const std::string& name) {
   if (name == "accuracy") return GateMetric::accuracy;
   if (name == "fid") return GateMetric::fid;
   if (name == "loss") return GateMetric::loss;
+  if (name == "kid") return GateMetric::kid;
   return std::nullopt;
+}
+
+Direction natural_direction(GateMetric metric) {
+  switch (metric) {
+    case GateMetric::accuracy: return Direction::higher_is_better;
+    case GateMetric::fid:
+    case GateMetric::kid:
+    case GateMetric::loss: return Direction::lower_is_better;
+    case GateMetric::custom: return Direction::unspecified;
+  }
+  return Direction::unspecified;
+}
+
+std::vector<const RunDirectory*> comparable_runs(const Ensemble& baseline, const Ensemble& candidate) {
+  std::vector<const RunDirectory*> all, side_b, side_c;
+  for (const RunDirectory& r : baseline.runs) side_b.push_back(&r);
+  for (const RunDirectory& r : candidate.runs) side_c.push_back(&r);
+  all = side_b;
+  all.insert(all.end(), side_c.begin(), side_c.end());
+  for (const RunDirectory* r : all)
+    if (!r->summary.contains("config") || !r->summary["config"].is_object())
+      bad(*r, "has no \"config\" object (not written by `mpverify train`?)");
+  check_same(all, kSharedConfigKeys, "baseline and candidate must train the same model on the same data for as long");
+  check_same(side_b, kSideConfigKeys, "one side must be one recipe");
+  check_same(side_c, kSideConfigKeys, "one side must be one recipe");
+  return all;
 }
 
 int gate_exit_code(Verdict verdict) {
@@ -301,23 +301,23 @@ void check_gate_options(const GateOptions& options) {
   if (!(options.alpha > 0 && options.alpha < 0.5)) throw InputError("--alpha must lie in (0, 0.5)");
   if (!(options.loss_tail_fraction > 0 && options.loss_tail_fraction <= 1))
     throw InputError("the loss tail fraction must lie in (0, 1]");
+  const Direction natural = natural_direction(options.metric);
+  if (natural != Direction::unspecified && options.direction != Direction::unspecified &&
+      options.direction != natural)
+    throw InputError(std::string("--metric ") + to_string(options.metric) + " is " +
+                     (natural == Direction::higher_is_better ? "higher" : "lower") +
+                     "-is-better; drop the contradicting direction flag");
+  if (options.metric == GateMetric::custom && options.metric_name.empty())
+    throw InputError("a custom metric needs its name");
 }
 
-// Comparable experiments first: a mismatch is bad input, whatever the values.
-// Returns every run, the baseline's first.
-std::vector<const RunDirectory*> comparable_runs(const Ensemble& baseline, const Ensemble& candidate) {
-  std::vector<const RunDirectory*> all, side_b, side_c;
-  for (const RunDirectory& r : baseline.runs) side_b.push_back(&r);
-  for (const RunDirectory& r : candidate.runs) side_c.push_back(&r);
-  all = side_b;
-  all.insert(all.end(), side_c.begin(), side_c.end());
-  for (const RunDirectory* r : all)
-    if (!r->summary.contains("config") || !r->summary["config"].is_object())
-      bad(*r, "has no \"config\" object (not written by `mpverify train`?)");
-  check_same(all, kSharedConfigKeys, "baseline and candidate must train the same model on the same data for as long");
-  check_same(side_b, kSideConfigKeys, "one side must be one recipe");
-  check_same(side_c, kSideConfigKeys, "one side must be one recipe");
-  return all;
+// The result's name, unit and direction from the options.
+void name_result(GateResult& g, const GateOptions& options) {
+  g.metric = options.metric;
+  g.metric_name = options.metric == GateMetric::custom ? options.metric_name : to_string(options.metric);
+  g.direction = options.direction != Direction::unspecified ? options.direction : natural_direction(options.metric);
+  g.margin = options.margin;
+  g.alpha = options.alpha;
 }
 
 // --metric loss: the runs' step count, the loss key and the tail gated (into g).
@@ -361,11 +361,20 @@ void fid_outcome(const RunDirectory& run, const char* metric, RunOutcome& o) {
     o.stderr_value = finite_number(run, *se, "evaluation.fid_stderr");
     if (*o.stderr_value < 0) bad(run, "evaluation.fid_stderr is negative");
   }
+  if (const auto n = e.find("fid_bootstrap_replicates"); n != e.end() && n->is_number_integer())
+    o.replicates = n->get<std::int64_t>();
+}
+
+// The KID (its kid_stderr is no standard error: parity_gate.h).
+void kid_outcome(const RunDirectory& run, const char* metric, RunOutcome& o) {
+  const json& e = evaluation_of(run, metric);
+  o.value = evaluation_value(run, e, "kid", metric);
+  if (!o.value && o.divergence.empty()) o.divergence = "summary.json: evaluation.kid is null (diverged)";
 }
 
 // The mean loss over the tail; the run's loss curve is kept on its side (for the envelope).
 void loss_outcome(const RunDirectory& run, const GateResult& g, std::int64_t steps, Side& side, RunOutcome& o) {
-  side.curves.push_back(loss_curve(run, g.loss_key, steps, !o.divergence.empty()));
+  side.curves.push_back(read_loss_curve(run, g.loss_key, steps, !o.divergence.empty()));
   const auto& curve = side.curves.back();
   double sum = 0;
   for (std::int64_t s = g.loss_tail_first_step; s < steps; ++s) {
@@ -390,6 +399,7 @@ void read_outcomes(Side& side, const GateResult& g, const GateOptions& options, 
     o.divergence = summary_divergence(run);
     if (options.metric == GateMetric::accuracy) accuracy_outcome(run, metric, o);
     else if (options.metric == GateMetric::fid) fid_outcome(run, metric, o);
+    else if (options.metric == GateMetric::kid) kid_outcome(run, metric, o);
     else loss_outcome(run, g, steps, side, o);
     if (!o.divergence.empty()) o.value.reset();
     side.outcomes.push_back(std::move(o));
@@ -399,42 +409,50 @@ void read_outcomes(Side& side, const GateResult& g, const GateOptions& options, 
 // After the values, so that a run lacking the metric is reported as that.
 void check_evaluation_sizes(const std::vector<const RunDirectory*>& all, GateMetric metric) {
   if (metric != GateMetric::loss)
-    check_same_evaluation_size(all, metric == GateMetric::accuracy ? "test_size" : "n");
-  // FIDs compare only at the same real set size and through the same
-  // extractor (its file's sha256; runs without these fields pass as before).
-  if (metric == GateMetric::fid) {
+    check_same_evaluation_size(all, metric == GateMetric::accuracy ? "test_size" : "n");  // fid, kid: n
+  // FIDs (and KIDs) compare only at the same real set size and through the
+  // same extractor (its file's sha256; runs without these fields pass as before).
+  if (metric == GateMetric::fid || metric == GateMetric::kid) {
     check_same_evaluation_size(all, "n_real");
     check_same_evaluation_size(all, "extractor");
   }
 }
 
-// How many runs the method needs, and which method: the seeds to pair on
-// (none: Welch, or the single-FID test when single_fid).
-std::optional<std::vector<std::int64_t>> choose_pairing(const Side& b, const Side& c, const GateOptions& options,
-                                                        bool single_fid) {
-  const std::size_t nb = b.outcomes.size(), nc = c.outcomes.size();
-  const char* metric = to_string(options.metric);
-  if (!single_fid && (nb < 2 || nc < 2)) {
-    std::string m = "fewer than 2 runs on a side (baseline " + std::to_string(nb) + ", candidate " +
-                     std::to_string(nc) + "): the --metric " + metric +
-                     " gate estimates seed-to-seed spread from the runs; train each side with --seeds (e.g. "
-                     "--seeds 1,2,3,4,5,6,7,8)";
-    if (options.metric == GateMetric::fid) m += ", or give one run on each side to use the FIDs' bootstrap errors";
-    throw InputError(m);
-  }
+// The seeds to pair on (none: Welch, or fewer than 2 runs on a side).
+std::optional<std::vector<std::int64_t>> choose_pairing(const Side& b, const Side& c, const GateOptions& options) {
+  const bool enough = b.outcomes.size() >= 2 && c.outcomes.size() >= 2;
   std::optional<std::vector<std::int64_t>> seeds;
-  if (!single_fid && options.pairing != Pairing::welch) seeds = pairable_seeds(b, c);
+  if (enough && options.pairing != Pairing::welch) seeds = pairable_seeds(b, c);
   if (options.pairing == Pairing::paired && !seeds)
-    throw InputError(single_fid ? "--method paired needs >= 2 runs per side"
-                                : "--method paired needs the same set of >= 2 distinct seeds on both sides "
-                                  "(summary.config.seed); these differ (or a run has no seed)");
-  if (single_fid)
-    for (const Side* side : {&b, &c})
-      if (side->outcomes.front().divergence.empty() && !side->outcomes.front().stderr_value)
-        bad(side->ensemble->runs.front(),
-            "evaluation has no \"fid_stderr\": with one run per side the gate needs each FID's bootstrap standard "
-            "error (or give >= 2 runs per side)");
+    throw InputError(!enough ? "--method paired needs >= 2 runs per side"
+                             : "--method paired needs the same set of >= 2 distinct seeds on both sides "
+                               "(summary.config.seed, or a value file's seed column); these differ (or a run has "
+                               "no seed)");
   return seeds;
+}
+
+// accept_single_run with one run per side: each value needs its standard
+// error and replicate count; bad input otherwise (the user asked for a test
+// these runs cannot give).
+void check_single_run_errors(const Side& b, const Side& c, const GateOptions& options) {
+  if (options.metric == GateMetric::kid)
+    throw InputError("--accept-single-run: KID's kid_stderr is the spread of one subset's estimate, not a standard "
+                     "error of the KID; give >= 2 runs per side");
+  if (options.metric == GateMetric::accuracy || options.metric == GateMetric::loss)
+    throw InputError(std::string("--accept-single-run: --metric ") + to_string(options.metric) +
+                     " carries no standard error per run; give >= 2 runs per side");
+  for (const Side* side : {&b, &c}) {
+    const RunOutcome& o = side->outcomes.front();
+    if (!o.divergence.empty()) continue;  // the divergence decides
+    if (!o.stderr_value)
+      throw InputError("'" + o.run + "': --accept-single-run needs each value's standard error (a run's "
+                       "evaluation.fid_stderr, or a value file's stderr and replicates columns); or give >= 2 runs "
+                       "per side");
+    if (!o.replicates || *o.replicates < 2)
+      throw InputError("'" + o.run + "': --accept-single-run needs how many replicates the standard error came from "
+                       "(evaluation.fid_bootstrap_replicates, or a value file's replicates column), at least 2: the "
+                       "t quantile's degrees of freedom are replicates - 1");
+  }
 }
 
 // A diverged run decides, whatever the statistics say: true (and g's verdict
@@ -453,20 +471,16 @@ bool diverged_run_decides(GateResult& g, const Side& b, const Side& c) {
 
 // The equivalence test (single FID, paired or Welch) on the sides' values, into g.test and g.notes.
 void run_equivalence_test(GateResult& g, const Side& b, const Side& c, const GateOptions& options,
-                          const RunDirectory& first_run, const std::optional<std::vector<std::int64_t>>& seeds,
-                          bool single_fid) {
+                          double resolution, const std::optional<std::vector<std::int64_t>>& seeds) {
   EquivalenceOptions eo{options.margin, options.alpha};
-  // Accuracy moves in steps of 100/test_size points: the spread a zero sample
-  // spread stands for (equivalence.h). Every run has an evaluation (the values
-  // came from it) and the same test_size (checked above).
-  if (options.metric == GateMetric::accuracy)
-    if (const auto n = evaluation_entry(first_run, "test_size"); n && n->is_number() && n->get<double>() >= 1)
-      eo.resolution = 100.0 / n->get<double>();
-  if (single_fid) {
-    g.test = normal_stderr_tost(*b.outcomes[0].value, *b.outcomes[0].stderr_value, *c.outcomes[0].value,
-                                *c.outcomes[0].stderr_value, eo);
+  eo.resolution = resolution;
+  if (b.outcomes.size() == 1 && c.outcomes.size() == 1) {  // accept_single_run (checked)
+    const RunOutcome &ob = b.outcomes[0], &oc = c.outcomes[0];
+    const double df = replicates_df(static_cast<std::size_t>(*ob.replicates), static_cast<std::size_t>(*oc.replicates));
+    g.test = stderr_t_tost(*ob.value, *ob.stderr_value, *oc.value, *oc.stderr_value, df, eo);
     g.notes.push_back(
-        "one run per side: the interval covers the FID estimates' bootstrap noise only, not seed-to-seed "
+        "one run per side (--accept-single-run): the interval covers each value's own sampling noise (its standard "
+        "error, t with min(replicates) - 1 = " + number_text(df) + " degrees of freedom), not seed-to-seed "
         "variance (train >= 2 seeds per side to cover it)");
   } else if (seeds) {
     std::map<std::int64_t, double> vb, vc;
@@ -490,13 +504,22 @@ void run_equivalence_test(GateResult& g, const Side& b, const Side& c, const Gat
   }
 }
 
+// With a direction, which way the candidate left the margin.
+std::string worse_or_better(const GateResult& g) {
+  if (g.direction == Direction::unspecified) return "";
+  const bool higher = g.test->difference > 0;
+  const bool worse = higher == (g.direction == Direction::lower_is_better);
+  return worse ? ": the candidate is worse" : ": the candidate is better (by more than the margin)";
+}
+
 // Why the test decided as it did: where its interval lies against the margin.
 std::string verdict_reason(const GateResult& g, const GateOptions& options) {
   const std::string ci = level_text(options.alpha) + " interval " + interval_text(*g.test);
   const std::string m = number_text(options.margin);
   switch (g.verdict) {
     case Verdict::equivalent: return "the " + ci + " lies inside (-" + m + ", " + m + ")";
-    case Verdict::not_equivalent: return "the " + ci + " lies entirely outside [-" + m + ", " + m + "]";
+    case Verdict::not_equivalent:
+      return "the " + ci + " lies entirely outside [-" + m + ", " + m + "]" + worse_or_better(g);
     case Verdict::inconclusive: return "the " + ci + " is neither inside (-" + m + ", " + m + ") nor entirely outside it";
   }
   return g.reason;
@@ -504,34 +527,100 @@ std::string verdict_reason(const GateResult& g, const GateOptions& options) {
 
 }  // namespace
 
+namespace {
+
+// Accuracy moves in steps of 100/test_size points: the spread a zero sample
+// spread stands for (equivalence.h); 0 (continuous) for the other metrics.
+// Every run has an evaluation (the values came from it) and the same
+// test_size (checked before).
+double accuracy_resolution(const RunDirectory& first_run, GateMetric metric) {
+  if (metric != GateMetric::accuracy) return 0;
+  if (const auto n = evaluation_entry(first_run, "test_size"); n && n->is_number() && n->get<double>() >= 1)
+    return 100.0 / n->get<double>();
+  return 0;
+}
+
+// Fewer than 2 runs on a side, and no single-run test asked for: no verdict.
+void too_few_runs(GateResult& g, const Side& b, const Side& c) {
+  const std::size_t nb = b.outcomes.size(), nc = c.outcomes.size();
+  g.verdict = Verdict::inconclusive;
+  g.reason = "fewer than 2 runs on a side (baseline " + std::to_string(nb) + ", candidate " + std::to_string(nc) +
+             "): one run shows no seed-to-seed spread, so no interval can be trusted; need more seeds: >= 2 runs "
+             "per side (10 or more recommended)";
+  if (nb == 1 && nc == 1)
+    g.reason += ", or --accept-single-run to test on each value's own standard error (FID's bootstrap error; "
+                "seed-to-seed variance then not covered)";
+}
+
+// From the sides' outcomes to the verdict: pairing, divergence, the test.
+void decide(GateResult& g, Side& b, Side& c, const GateOptions& options, double resolution) {
+  const bool single = b.outcomes.size() == 1 && c.outcomes.size() == 1;
+  const std::optional<std::vector<std::int64_t>> seeds = choose_pairing(b, c, options);
+  if (single && options.accept_single_run) check_single_run_errors(b, c, options);
+  g.baseline_runs = b.outcomes;
+  g.candidate_runs = c.outcomes;
+  if (diverged_run_decides(g, b, c)) return;
+  if (b.outcomes.size() < 2 || c.outcomes.size() < 2) {
+    if (!(single && options.accept_single_run)) return too_few_runs(g, b, c);
+  }
+  run_equivalence_test(g, b, c, options, resolution, seeds);
+  g.verdict = g.test->verdict;
+  g.reason = verdict_reason(g, options);
+}
+
+// A value file's record as a run outcome: named file:line, a non-finite value diverged.
+RunOutcome file_outcome(const ValueFile& file, const ValueRecord& r) {
+  RunOutcome o;
+  o.run = file.name + ":" + std::to_string(r.line);
+  o.seed = r.seed;
+  o.value = r.value;
+  o.stderr_value = r.stderr_value;
+  o.replicates = r.replicates;
+  if (!r.value) o.divergence = "the value is " + r.non_finite + ", not a finite number";
+  return o;
+}
+
+}  // namespace
+
 GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, const GateOptions& options) {
   check_gate_options(options);
+  if (options.metric == GateMetric::custom)
+    throw InputError("--metric " + options.metric_name +
+                     ": run directories hold accuracy, fid, kid and loss; any other metric needs value files "
+                     "(--baseline a.csv --candidate b.csv)");
   GateResult g;
-  g.metric = options.metric;
+  name_result(g, options);
   g.baseline = baseline.name;
   g.candidate = candidate.name;
-  g.margin = options.margin;
-  g.alpha = options.alpha;
 
   const std::vector<const RunDirectory*> all = comparable_runs(baseline, candidate);
   std::int64_t steps = 0;
   if (options.metric == GateMetric::loss) steps = prepare_loss_gate(g, all, options);
-  else g.unit = options.metric == GateMetric::accuracy ? "points" : "FID";
+  else g.unit = options.metric == GateMetric::accuracy ? "points" : options.metric == GateMetric::fid ? "FID" : "KID";
 
   Side b{&baseline, "baseline", {}, {}}, c{&candidate, "candidate", {}, {}};
   for (Side* side : {&b, &c}) read_outcomes(*side, g, options, steps);
   check_evaluation_sizes(all, options.metric);
-
-  const bool single_fid = options.metric == GateMetric::fid && b.outcomes.size() == 1 && c.outcomes.size() == 1;
-  const std::optional<std::vector<std::int64_t>> seeds = choose_pairing(b, c, options, single_fid);
   if (options.metric == GateMetric::loss) g.envelope = compute_envelope(b, c, options.margin, steps);
-  g.baseline_runs = b.outcomes;
-  g.candidate_runs = c.outcomes;
-  if (diverged_run_decides(g, b, c)) return g;
+  decide(g, b, c, options, accuracy_resolution(*all.front(), options.metric));
+  return g;
+}
 
-  run_equivalence_test(g, b, c, options, *all.front(), seeds, single_fid);
-  g.verdict = g.test->verdict;
-  g.reason = verdict_reason(g, options);
+GateResult evaluate_gate(const ValueFile& baseline, const ValueFile& candidate, const GateOptions& options) {
+  check_gate_options(options);
+  for (const ValueFile* f : {&baseline, &candidate})
+    if (f->has_steps)
+      throw InputError("'" + f->name + "' is a curve (it has a step column): give one value per seed, or gate the "
+                       "curves with --mode curve or --mode mlperf");
+  GateResult g;
+  name_result(g, options);
+  g.baseline = baseline.name;
+  g.candidate = candidate.name;
+  g.unit = g.metric_name;
+  Side b{nullptr, "baseline", {}, {}}, c{nullptr, "candidate", {}, {}};
+  for (const ValueRecord& r : baseline.records) b.outcomes.push_back(file_outcome(baseline, r));
+  for (const ValueRecord& r : candidate.records) c.outcomes.push_back(file_outcome(candidate, r));
+  decide(g, b, c, options, 0);
   return g;
 }
 
@@ -539,9 +628,7 @@ std::string gate_verdict_line(const GateResult& g) {
   std::string line = g.verdict == Verdict::equivalent       ? "EQUIVALENT"
                      : g.verdict == Verdict::not_equivalent ? "NOT EQUIVALENT"
                                                             : "INCONCLUSIVE";
-  line += " (";
-  line += to_string(g.metric);
-  line += "): ";
+  line += " (" + g.metric_name + (g.golden ? ", curve" : g.mlperf ? ", mlperf" : "") + "): ";
   if (!g.test) return line + g.reason;
   const EquivalenceResult& t = *g.test;
   line += "candidate - baseline = " + number_text(t.difference) + " " + g.unit + ", " + level_text(t.alpha) +
@@ -552,7 +639,8 @@ std::string gate_verdict_line(const GateResult& g) {
     line += "Welch TOST, n = " + std::to_string(t.n_baseline) + " / " + std::to_string(t.n_candidate) +
             ", df = " + number_text(t.df, "%.3g");
   else
-    line += "one run per side, bootstrap errors only (seed-to-seed variance not covered)";
+    line += "one run per side (--accept-single-run), on the standard errors, t with df = " + number_text(t.df) +
+            " (seed-to-seed variance not covered)";
   line += ", alpha " + number_text(t.alpha);
   if (t.resolution_spread > 0)
     line += "; no spread between the runs, so their spread is taken to be the rounding to the accuracy's steps of " +
@@ -566,11 +654,42 @@ std::string gate_verdict_line(const GateResult& g) {
       line += ": about " + std::to_string(*t.seeds_needed) +
               (t.method == EquivalenceMethod::paired ? " pairs" : " per side") +
               " if the observed difference and spread hold";
-    else if (t.method == EquivalenceMethod::normal_stderr)
+    else if (t.method == EquivalenceMethod::stderr_t)
       line += " (>= 2 runs per side)";
   }
   return line;
 }
+
+namespace {
+
+nlohmann::ordered_json golden_json(const GoldenCheck& c) {
+  using oj = nlohmann::ordered_json;
+  return {{"rtol", c.rtol},
+          {"max_relative_deviation", std::isfinite(c.max_relative_deviation) ? oj(c.max_relative_deviation) : oj(nullptr)},
+          {"worst_step", c.worst_step ? oj(*c.worst_step) : oj(nullptr)},
+          {"worst_seed", c.worst_seed ? oj(*c.worst_seed) : oj(nullptr)},
+          {"pairs", c.pairs},
+          {"steps_compared", c.steps_compared},
+          {"steps_outside", c.steps_outside}};
+}
+
+nlohmann::ordered_json mlperf_json(const MlperfCheck& m) {
+  using oj = nlohmann::ordered_json;
+  auto steps = [](const std::vector<double>& v) {
+    oj a = oj::array();
+    for (double x : v) a.push_back(std::isfinite(x) ? oj(x) : oj(nullptr));  // null: never reached
+    return a;
+  };
+  auto finite = [](double x) { return std::isfinite(x) ? oj(x) : oj(nullptr); };
+  return {{"target", m.target},       {"reached", m.reached},
+          {"baseline_trimmed", steps(m.baseline_trimmed)}, {"candidate_trimmed", steps(m.candidate_trimmed)},
+          {"mean_baseline", m.mean_baseline}, {"mean_candidate", m.mean_candidate},
+          {"sd_baseline", m.sd_baseline},     {"sd_candidate", m.sd_candidate},
+          {"t", finite(m.t)},                 {"df", m.df},
+          {"p_slower", m.p_slower}};
+}
+
+}  // namespace
 
 nlohmann::ordered_json gate_json(const GateResult& g) {
   using oj = nlohmann::ordered_json;
@@ -580,8 +699,10 @@ nlohmann::ordered_json gate_json(const GateResult& g) {
   j["exit_code"] = gate_exit_code(g.verdict);
   j["line"] = gate_verdict_line(g);
   j["reason"] = g.reason;
-  j["metric"] = to_string(g.metric);
+  j["mode"] = g.golden ? "curve" : g.mlperf ? "mlperf" : "tost";
+  j["metric"] = g.metric_name;
   j["unit"] = g.unit;
+  j["direction"] = g.direction == Direction::unspecified ? oj(nullptr) : oj(to_string(g.direction));
   j["baseline"] = g.baseline;
   j["candidate"] = g.candidate;
   j["margin"] = g.margin;
@@ -625,7 +746,9 @@ nlohmann::ordered_json gate_json(const GateResult& g) {
                       {"divergence", o.divergence.empty() ? oj(nullptr) : oj(o.divergence)}});
     j[key] = list;
   }
-  if (g.metric == GateMetric::loss) {
+  if (g.golden) j["golden"] = golden_json(*g.golden);
+  if (g.mlperf) j["mlperf"] = mlperf_json(*g.mlperf);
+  if (g.metric == GateMetric::loss && !g.golden && !g.mlperf) {
     oj loss = {{"key", g.loss_key}, {"tail_steps", g.loss_tail_steps}, {"tail_first_step", g.loss_tail_first_step}};
     if (g.envelope) {
       const LossEnvelope& e = *g.envelope;

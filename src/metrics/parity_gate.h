@@ -7,11 +7,10 @@
 // Metrics and their values (one per run):
 //  - accuracy: summary.evaluation.test_accuracy (a fraction), times 100: the
 //    margin and every number printed are in percentage points.
-//  - fid: summary.evaluation.fid. With one run per side, each FID's bootstrap
-//    standard error (evaluation.fid_stderr) gives the interval (normal
-//    quantile); that covers the evaluation's sampling noise only, and the
-//    verdict says that seed-to-seed variance is not covered. With >= 2 runs
-//    per side the runs' FIDs are the samples (their spread includes both).
+//  - fid: summary.evaluation.fid. With >= 2 runs per side the runs' FIDs are
+//    the samples (their spread includes both seed and sampling noise); one
+//    run per side is inconclusive unless accept_single_run (below), which
+//    tests on evaluation.fid_stderr with evaluation.fid_bootstrap_replicates.
 //  - loss: the mean training loss over the last `loss_tail_fraction` of the
 //    steps (K = ceil(fraction * steps), at least 1), per run; the steps'
 //    key is "loss" (or "loss_g", a GAN's generator loss, when the runs log no
@@ -22,11 +21,22 @@
 //    distribution falls outside the [min, max] of n baseline runs at a step
 //    with probability 2/(n + 1)). The envelope is still computed and reported
 //    (LossEnvelope) as a diagnostic of where the curves part.
+//  - kid: summary.evaluation.kid, like fid with >= 2 runs per side (its
+//    kid_stderr is the spread of one subset's estimate, not a standard
+//    error, so no single-run test).
+// Value files (metrics/value_file.h) give the values directly, under any
+// metric name (GateMetric::custom; accuracy/fid/kid/loss name their
+// direction only): one value per seed, a non-finite value a diverged run.
 // Method: paired when both sides ran the same set of seeds (each once;
-// summary.config.seed, or the seed-<s> directory), else Welch; `pairing`
-// forces one (paired on different seed sets is bad input). fid with one run
-// per side uses normal_stderr. Welch and paired need >= 2 runs per side.
-//
+// summary.config.seed, the seed-<s> directory, or the file's seed column),
+// else Welch; `pairing` forces one (paired on different seed sets is bad
+// input). Welch and paired need >= 2 runs per side; with fewer the verdict is
+// inconclusive (exit 3): one run shows no seed-to-seed spread, and a single
+// FID's bootstrap interval alone passed pairs that differed by seed noise.
+// `accept_single_run` lets one run per side be tested on the values' own
+// standard errors (stderr_t: FID's bootstrap standard error, or a file's
+// stderr column, t with min(B_b, B_c) - 1 degrees of freedom), and the
+// verdict says that seed-to-seed variance is not covered.
 // Divergence: a run whose summary says "aborted": true, whose metric is null
 // (test_accuracy/fid is null after a divergence), whose "final_loss" is null
 // (non-finite), or (loss) whose loss is non-finite at a tail step, diverged.
@@ -55,17 +65,28 @@
 
 #include "metrics/ensemble.h"
 #include "metrics/equivalence.h"
+#include "metrics/value_file.h"
 
 namespace mpverify::metrics {
 
-enum class GateMetric { accuracy, fid, loss };
+enum class GateMetric { accuracy, fid, loss, kid, custom };
 enum class Pairing { automatic, paired, welch };
+// Which way is better. The equivalence test is symmetric; the direction names
+// the worse side in the verdict and decides "reached the target" (curves).
+enum class Direction { unspecified, higher_is_better, lower_is_better };
 
-const char* to_string(GateMetric metric);  // "accuracy", "fid", "loss"
+const char* to_string(GateMetric metric);  // "accuracy", "fid", "loss", "kid", "custom"
+const char* to_string(Direction direction);  // "unspecified", "higher", "lower"
+// accuracy, fid, loss, kid; nullopt for any other name (a value file's custom metric).
 std::optional<GateMetric> parse_gate_metric(const std::string& name);
+// accuracy: higher; fid, kid, loss: lower; custom: unspecified.
+Direction natural_direction(GateMetric metric);
 
 struct GateOptions {
   GateMetric metric = GateMetric::accuracy;
+  std::string metric_name;  // custom: the name printed; "" for the named metrics
+  Direction direction = Direction::unspecified;  // a named metric's contradicting direction is bad input
+  bool accept_single_run = false;  // one run per side: test on the standard errors (see above)
   double margin = 0;  // > 0, in the metric's unit (accuracy: percentage points)
   double alpha = 0.05;
   Pairing pairing = Pairing::automatic;
@@ -77,7 +98,8 @@ struct RunOutcome {
   std::string run;  // the run directory
   std::optional<std::int64_t> seed;
   std::optional<double> value;   // in the gate's unit; nullopt when the run diverged
-  std::optional<double> stderr_value;  // fid: evaluation.fid_stderr when present
+  std::optional<double> stderr_value;  // fid: evaluation.fid_stderr when present; a file's stderr
+  std::optional<std::int64_t> replicates;  // fid: evaluation.fid_bootstrap_replicates; a file's replicates
   std::string divergence;        // why the run counts as diverged; "" when it does not
 };
 
@@ -92,9 +114,32 @@ struct LossEnvelope {
   std::optional<std::int64_t> first_step_outside_widened;
 };
 
+// The per-step golden-values check (metrics/curve_gate.h): the largest
+// relative deviation |c - g| / |g| of the candidate's curve from the
+// baseline's (the golden values) over the matched steps, against rtol.
+struct GoldenCheck {
+  double rtol = 0;
+  double max_relative_deviation = 0;
+  std::optional<std::int64_t> worst_step, worst_seed;
+  std::size_t pairs = 0, steps_compared = 0, steps_outside = 0;
+};
+
+// The MLPerf-style steps-to-target check (metrics/curve_gate.h): per side the
+// runs' steps to reach the target, the fastest and slowest dropped, and a
+// one-sided pooled-variance t-test that the candidate is slower.
+struct MlperfCheck {
+  double target = 0;
+  std::string reached;  // "<= target" or ">= target"
+  std::vector<double> baseline_trimmed, candidate_trimmed;  // sorted; +inf: never reached
+  double mean_baseline = 0, mean_candidate = 0, sd_baseline = 0, sd_candidate = 0;
+  double t = 0, df = 0, p_slower = 1;  // p: P(T >= t) under "not slower"
+};
+
 struct GateResult {
   GateMetric metric = GateMetric::accuracy;
-  std::string unit;  // "points", "FID", or the loss key
+  std::string metric_name;  // what the line and the reports call it ("accuracy", "bleu", ...)
+  Direction direction = Direction::unspecified;
+  std::string unit;  // "points", "FID", "KID", the loss key, or a value file's metric name
   std::string baseline, candidate;  // the directories
   Verdict verdict = Verdict::inconclusive;
   std::string reason;  // one sentence: why this verdict
@@ -108,10 +153,19 @@ struct GateResult {
   std::size_t loss_tail_steps = 0;
   std::int64_t loss_tail_first_step = 0;
   std::optional<LossEnvelope> envelope;
+  // the per-step modes (curve_gate.h); absent otherwise
+  std::optional<GoldenCheck> golden;
+  std::optional<MlperfCheck> mlperf;
 };
 
 // Throws InputError for bad input (see above).
 GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, const GateOptions& options);
+// The same decision on value files (options.metric: any; loss reads the files' values, not steps).
+GateResult evaluate_gate(const ValueFile& baseline, const ValueFile& candidate, const GateOptions& options);
+
+// Comparable experiments: the configs that must agree across both sides and
+// within each (bad input otherwise). Returns every run, the baseline's first.
+std::vector<const RunDirectory*> comparable_runs(const Ensemble& baseline, const Ensemble& candidate);
 
 // 0 equivalent, 1 not equivalent, 3 inconclusive (2 is bad input, never a verdict).
 int gate_exit_code(Verdict verdict);

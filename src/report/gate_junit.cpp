@@ -30,7 +30,7 @@ JUnitTestSuite gate_junit_suite(const metrics::GateResult& g, double time_second
   auto add = [&](std::string name, std::string value) { suite.properties.push_back({std::move(name), std::move(value)}); };
   add("verdict", metrics::to_string(g.verdict));
   add("exit_code", std::to_string(metrics::gate_exit_code(g.verdict)));
-  add("metric", metrics::to_string(g.metric));
+  add("metric", g.metric_name);
   add("unit", g.unit);
   add("baseline", g.baseline);
   add("candidate", g.candidate);
@@ -58,8 +58,8 @@ JUnitTestSuite gate_junit_suite(const metrics::GateResult& g, double time_second
   for (const metrics::RunOutcome& o : g.candidate_runs) add("candidate_run:" + o.run, run_value(o));
 
   JUnitTestCase c;
-  c.name = std::string(metrics::to_string(g.metric)) + " parity: " + g.candidate + " vs " + g.baseline;
-  c.classname = std::string("mpverify.gate.") + metrics::to_string(g.metric);
+  c.name = g.metric_name + " parity: " + g.candidate + " vs " + g.baseline;
+  c.classname = "mpverify.gate." + g.metric_name;
   c.time_seconds = time_seconds;
   const std::string line = metrics::gate_verdict_line(g);
   std::string out = line + "\n" + g.reason + "\n";

@@ -10,7 +10,7 @@ std::string gate_table_header(double alpha) {
 }
 
 std::string gate_table_row(const metrics::GateResult& g) {
-  std::string row = "| " + std::string(metrics::to_string(g.metric)) + " | " + g.candidate + " | ";
+  std::string row = "| " + g.metric_name + " | " + g.candidate + " | ";
   row += metrics::to_string(g.verdict);
   row += " | ";
   if (g.test) {
