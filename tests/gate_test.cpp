@@ -728,7 +728,7 @@ TEST_F(GateCli, BadStepLogsExitTwoWithTheLine) {
     auto l = lines;
     l.resize(15);
     write_lines(l);
-    expect_bad_input(loss, {"o2/seed-3/steps.jsonl", "step 15 is missing"});
+    expect_bad_input(loss, {"o2/seed-3/steps.jsonl", "holds 15 records but summary.json's config.steps is 20"});
   }
   // A step without the loss key; a repeated step.
   {
@@ -746,6 +746,22 @@ TEST_F(GateCli, BadStepLogsExitTwoWithTheLine) {
   expect_bad_input(loss, {"o2/seed-3/steps.jsonl", "does not exist"});
   // ... which the accuracy gate does not read.
   EXPECT_EQ(gate("--baseline fp32 --candidate o2 --metric accuracy --margin 1").exit_code, 0);
+  // A forged config.steps (10^9, on every run, so that the configs agree) is refused before anything is
+  // sized by it: it once asked for 16 GB.
+  {
+    write_lines(lines);
+    for (const char* side : {"fp32", "o2"})
+      for (const fs::directory_entry& seed : fs::directory_iterator(root_ / side)) {
+        if (!seed.is_directory()) continue;
+        const fs::path summary = seed.path() / "summary.json";
+        std::ifstream sin(summary);
+        nlohmann::json j = nlohmann::json::parse(sin);
+        sin.close();
+        j["config"]["steps"] = 1000000000;
+        std::ofstream(summary) << j.dump();
+      }
+    expect_bad_input(loss, {"steps.jsonl", "holds 20 records but summary.json's config.steps is 1000000000"});
+  }
 }
 
 // ------------------------------------------------------------------ JUnit

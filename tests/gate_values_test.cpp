@@ -113,6 +113,11 @@ TEST_F(ValueFileReader, BadFilesNameTheFileAndLine) {
       {"bad.json", "[\n{\"seed\": 1, \"value\": 95},\n{\"seed\": 2 \"value\": 3}\n]", {"line 3", "not valid JSON"}},
       {"none.json", "[]", {"none.json", "holds no runs"}},
       {"seedstr.json", R"([{"seed": "a", "value": 1}])", {"line 1", "needs \"seed\": an integer"}},
+      // A number beyond double's range (the parser's out_of_range, not a syntax error), and nesting 10,000 deep.
+      {"huge.json", "[{\"seed\": 1, \"value\": 1e999}]", {"huge.json' line 1", "1e999"}},
+      {"deep.json", "[{\"seed\": 1, \"value\": 1, \"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                    "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}]",
+       {"deep.json' line 1", "nested deeper than 64 levels"}},
   };
   for (const Case& c : cases) {
     const std::string message = error_of(c.name, c.text);

@@ -362,6 +362,21 @@ TEST(MegatronScaler, FloorAndFp32Factors) {
 
 // --- Transformer Engine delayed scaling -------------------------------------------
 
+// The history is scanned every step and sized by a number from the command line or a config file: bounded.
+TEST(DelayedScaler, HistoryIsBounded) {
+  DelayedConfig c;
+  c.history = kMaxDelayedHistory;
+  EXPECT_NO_THROW(DelayedScaler{c});
+  c.history = 2147483647;  // once allocated 8.6 GB before anything checked it
+  EXPECT_THROW(DelayedScaler{c}, std::invalid_argument);
+  try {
+    make_scaler("delayed", {{"history", "65537"}});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("up to 65536"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DelayedScaler, HistoryWindowOfMaxima) {
   DelayedConfig c;
   c.history = 3;

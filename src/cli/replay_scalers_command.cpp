@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_value.h"
+#include "io/json_text.h"
 #include "training/loss_scaler.h"
 #include "training/scaler_replay.h"
 #include "training/trace_reader.h"
@@ -42,13 +43,11 @@ std::vector<std::string> split_names(const std::string& text) {
 
 // {"deepspeed": {"hysteresis": 2, "consecutive_hysteresis": true}, ...}
 std::map<std::string, training::ScalerOptions> read_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("--config: cannot read '" + path + "'");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("--config " + path + ": " + e.what());
+    j = io::read_json_file(path);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--config: ") + e.what());
   }
   if (!j.is_object()) throw UsageError("--config: expected an object of strategies, each an object of keys");
   std::map<std::string, training::ScalerOptions> options;

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "io/json_text.h"
+
 namespace mpverify::metrics {
 
 namespace {
@@ -58,15 +60,15 @@ bool has_bare_nonfinite_token(const std::string& text) {
 // Parses one JSON value; the message says where and why it does not parse.
 json parse_or_explain(const std::string& text, const fs::path& file, const std::string& where) {
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
+    return io::parse_json_text(text);
+  } catch (const io::JsonTextError& e) {
     std::string m = where;
     if (has_bare_nonfinite_token(text)) {
       m += "holds a literal NaN or Infinity, which JSON does not allow (the run log writes null for a non-finite "
            "value); rewrite it as null";
     } else {
-      // e.byte is 1-based: the parser read past the last byte when the input ended mid-value.
-      const bool at_end = e.byte > text.size();
+      // The parser stopped at the end when the input ended mid-value.
+      const bool at_end = e.byte() >= text.size();
       m += at_end ? "ends in the middle of a JSON value (truncated? a run still writing it, or a copy cut short)"
                   : "is not valid JSON";
       m += " (parser: ";
@@ -104,8 +106,8 @@ std::vector<json> read_json_lines_checked(const fs::path& file) {
     const std::string where = "line " + std::to_string(number) + " ";
     json record;
     try {
-      record = json::parse(line);
-    } catch (const json::parse_error&) {
+      record = io::parse_json_text(line);
+    } catch (const io::JsonTextError&) {
       if (last_unterminated && !has_bare_nonfinite_token(line))
         fail(file, where + "is cut off: the file ends without a newline in the middle of a record (truncated? a "
                            "run still writing it, or a copy cut short)");
@@ -203,6 +205,18 @@ namespace {
 std::vector<std::optional<double>> read_loss_curve(const RunDirectory& run, const std::string& key, std::int64_t steps,
                                                    bool stopped_early) {
   const std::vector<json>& records = *run.steps;
+  // config.steps comes from a file: check it against the log before sizing anything by it (a forged
+  // 10^9 would ask for gigabytes). A complete log holds every step; one that stopped early holds fewer,
+  // and the rest of its curve is left empty up to a bound far beyond any run that was recorded.
+  const auto held = static_cast<std::int64_t>(records.size());
+  if (!stopped_early && steps > held)
+    bad_step_log(run, "holds " + std::to_string(held) + " records but summary.json's config.steps is " +
+                          std::to_string(steps) + " (truncated, or a run that stopped early without saying so)");
+  constexpr std::int64_t kMaxStepsBeyondTheLog = 10'000'000;
+  if (steps > held + kMaxStepsBeyondTheLog)
+    bad_step_log(run, "summary.json's config.steps is " + std::to_string(steps) + ", more than " +
+                          std::to_string(kMaxStepsBeyondTheLog) + " beyond the " + std::to_string(held) +
+                          " steps logged: not a run this log belongs to");
   std::vector<std::optional<double>> curve(static_cast<std::size_t>(steps));
   std::vector<bool> seen(static_cast<std::size_t>(steps), false);
   for (std::size_t i = 0; i < records.size(); ++i) {

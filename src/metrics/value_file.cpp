@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/json_text.h"
 #include "metrics/ensemble.h"
 
 namespace mpverify::metrics {
@@ -263,10 +264,10 @@ std::vector<ValueRecord> read_json(const std::string& text, const FileErrors& er
   const JsonScan s = scan_json(text);
   json document;
   try {
-    document = json::parse(s.text);
-  } catch (const json::parse_error& e) {
-    const bool at_end = e.byte > s.text.size();
-    err.at(line_of_byte(s.text, e.byte > 0 ? e.byte - 1 : 0),
+    document = io::parse_json_text(s.text);
+  } catch (const io::JsonTextError& e) {
+    const bool at_end = e.byte() >= s.text.size();
+    err.at(line_of_byte(s.text, e.byte()),
            std::string(at_end ? "ends in the middle of a JSON value (truncated?)" : "is not valid JSON") +
                " (parser: " + e.what() + ")");
   }

@@ -10,12 +10,22 @@
 
 namespace mpverify::training {
 
+namespace {
+
+// Checked before the history is allocated.
+std::size_t checked_history(int history) {
+  if (history < 1 || history > kMaxDelayedHistory)
+    throw std::invalid_argument("delayed: history must be in 1.." + std::to_string(kMaxDelayedHistory));
+  return static_cast<std::size_t>(history);
+}
+
+}  // namespace
+
 DelayedScaler::DelayedScaler(const DelayedConfig& config)
     : config_(config),
       // TE: fp8_dtype_max(dtype) * std::pow(2.f, -margin), all in float.
       scaled_max_(config.fp8_max * std::pow(2.0f, -config.margin)),
-      history_(config.history > 0 ? static_cast<std::size_t>(config.history) : 0, 0.0f) {
-  if (config.history < 1) throw std::invalid_argument("delayed: history must be >= 1");
+      history_(checked_history(config.history), 0.0f) {
   if (!std::isfinite(config.margin)) throw std::invalid_argument("delayed: margin must be finite");
 }
 

@@ -345,6 +345,9 @@ enum class AmaxAlgo { max, most_recent };
 // per_tensor (kernel: the 0 enters the history like any amax).
 enum class DelayedKernel { bulk, per_tensor };
 
+// The longest amax history accepted (Transformer Engine's default is 1024): the history is scanned every step.
+inline constexpr int kMaxDelayedHistory = 65536;
+
 struct DelayedConfig {
   float fp8_max = kE4M3Max;
   float margin = 0.0f;

@@ -92,6 +92,15 @@ Key number(const std::string& name, T& field) {
 Key count(const std::string& name, int& field) {
   return {name, [&field](const std::string& w, const std::string& v) { field = parse_count(w, v); }};
 }
+// A count that sizes memory or a scan per step (delayed.history): bounded, so that a number in a config
+// file cannot ask for gigabytes.
+Key count_at_most(const std::string& name, int& field, int most) {
+  return {name, [&field, most](const std::string& w, const std::string& v) {
+            const int n = parse_count(w, v);
+            if (n > most) bad_value(w, v, "a positive integer up to " + std::to_string(most));
+            field = n;
+          }};
+}
 Key boolean(const std::string& name, bool& field) {
   return {name, [&field](const std::string& w, const std::string& v) { field = parse_bool(w, v); }};
 }
@@ -217,7 +226,7 @@ std::unique_ptr<Scaler> make_delayed(const std::string& name, const Options& opt
                      else if (v == "per-tensor") c.kernel = DelayedKernel::per_tensor;
                      else bad_value(w, v, "a kernel (bulk, per-tensor)");
                    }};
-  apply(name, {fp8(c.fp8_max), number("margin", c.margin), count("history", c.history), algo, kernel}, options);
+  apply(name, {fp8(c.fp8_max), number("margin", c.margin), count_at_most("history", c.history, kMaxDelayedHistory), algo, kernel}, options);
   return std::make_unique<DelayedScaler>(c);
 }
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/json_text.h"
+
 namespace mpverify::training {
 
 namespace {
@@ -142,8 +144,8 @@ std::vector<TraceStep> read_jsonl(const std::vector<std::string>& lines) {
     if (!meaningful(lines[i])) continue;
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(lines[i]);
-    } catch (const nlohmann::json::exception& e) {
+      j = io::parse_json_text(lines[i]);
+    } catch (const io::JsonTextError& e) {
       fail(i, std::string("not a JSON object: ") + e.what());
     }
     if (!j.is_object()) fail(i, "not a JSON object");
