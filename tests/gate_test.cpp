@@ -529,7 +529,8 @@ TEST_F(GateCli, AbortedRunWithAShortLogIsNotEquivalent) {
   // The same short log without "aborted" is a truncated log: bad input.
   c[0].aborted = false;
   write_ensemble(root_ / "o2", c);
-  expect_bad_input("--baseline fp32 --candidate o2 --metric loss --margin 0.05", {"step 12 is missing"});
+  expect_bad_input("--baseline fp32 --candidate o2 --metric loss --margin 0.05",
+                   {"holds 12 records but summary.json's config.steps is 20", "truncated"});
 }
 
 // ------------------------------------------------------------- bad input

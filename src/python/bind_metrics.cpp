@@ -29,16 +29,18 @@ metrics::Pairing pairing(const std::string& method) {
 
 // `mpverify gate --json` as a dict. Bad input raises ValueError with the message the CLI prints (its exit 2).
 py::object gate(const std::string& baseline, const std::string& candidate, const std::string& metric, double margin,
-                double alpha, const std::string& method, double loss_tail, const std::string& loss_key) {
+                double alpha, const std::string& method, double loss_tail, const std::string& loss_key,
+                bool accept_single_run) {
   metrics::GateOptions options;
   const auto m = metrics::parse_gate_metric(metric);
-  if (!m) throw std::invalid_argument("metric must be accuracy, fid or loss, not '" + metric + "'");
+  if (!m) throw std::invalid_argument("metric must be accuracy, fid, kid or loss, not '" + metric + "'");
   options.metric = *m;
   options.margin = margin;
   options.alpha = alpha;
   options.pairing = pairing(method);
   options.loss_tail_fraction = loss_tail;
   options.loss_key = loss_key;
+  options.accept_single_run = accept_single_run;
   std::error_code same_error;
   if (std::filesystem::equivalent(baseline, candidate, same_error))
     throw std::invalid_argument("baseline and candidate name the same directory (" + candidate +
@@ -97,7 +99,7 @@ py::dict kid(const py::array& a, const py::array& b, std::size_t subsets, std::s
 
 void bind_metrics(py::module_& m) {
   m.def("gate", &gate, py::arg("baseline"), py::arg("candidate"), py::arg("metric"), py::arg("margin"),
-        py::arg("alpha"), py::arg("method"), py::arg("loss_tail"), py::arg("loss_key"),
+        py::arg("alpha"), py::arg("method"), py::arg("loss_tail"), py::arg("loss_key"), py::arg("accept_single_run"),
         "The parity gate (`mpverify gate --json`) as a dict.");
   m.def(
       "write_ensemble_manifest",

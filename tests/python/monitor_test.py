@@ -121,6 +121,12 @@ def test_monitor_directories_pass_compare_runs_and_gate(tmp_path):
         # The same through the module's gate().
         assert mpverify.gate(tmp_path / "fp32", tmp_path / "bf16", metric=metric, margin=margin)["verdict"] == \
             verdict["verdict"]
+    # One run per side proves nothing about the spread: inconclusive (exit 3), from the module as from the CLI.
+    one = cli("gate", "--baseline", tmp_path / "fp32" / "seed-1", "--candidate", tmp_path / "bf16" / "seed-1",
+              "--metric", "accuracy", "--margin", 20, "--json", check=False)
+    assert one.returncode == 3, one.stderr
+    single = mpverify.gate(tmp_path / "fp32" / "seed-1", tmp_path / "bf16" / "seed-1", metric="accuracy", margin=20)
+    assert single["verdict"] == "inconclusive" and single["exit_code"] == 3
     summary = json.load(open(tmp_path / "bf16" / "seed-1" / "summary.json"))
     assert summary["config"]["recipe"] == "autocast-bfloat16" and summary["config"]["scaler"] == "torch"
 

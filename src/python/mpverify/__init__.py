@@ -155,16 +155,19 @@ def scaler_names():
 
 
 def gate(baseline, candidate, metric="accuracy", margin=None, alpha=0.05, method="auto", loss_tail=0.1,
-         loss_key=""):
+         loss_key="", accept_single_run=False):
     """The parity gate (`mpverify gate --json`) over two run or ensemble directories.
 
     Returns the result dict: verdict ("equivalent", "not equivalent", "inconclusive"), exit_code (0, 1, 3),
     line, difference, ci_lower, ci_upper, ... `margin` has no default: it says what "the same" means, in
-    the metric's unit (accuracy: percentage points). Unusable input raises ValueError."""
+    the metric's unit (accuracy: percentage points). metric: accuracy, fid, kid or loss. One run per side is
+    inconclusive unless accept_single_run (FID: tested on its bootstrap standard errors, `mpverify gate
+    --accept-single-run`). Value files (CSV, JSON) and the curve and steps-to-target modes are the command
+    line's (`mpverify gate --help`). Unusable input raises ValueError."""
     if margin is None:
         raise ValueError("margin is required: what difference counts as the same, in the metric's unit")
     return _core.gate(str(baseline), str(candidate), metric, float(margin), float(alpha), method,
-                      float(loss_tail), loss_key)
+                      float(loss_tail), loss_key, bool(accept_single_run))
 
 
 def write_ensemble_manifest(directory, seeds):
