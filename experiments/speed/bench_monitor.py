@@ -83,10 +83,11 @@ times; each ratio is a monitored loop's time over the plain loop's of the same r
 
 {verdict}
 
-Recording a step measures every module output, output gradient, weight and weight gradient in C++ (a pass
-over each tensor) and the lost updates of every parameter (an emulated addition per weight, in the study
-format and in fp32); every step, recorded or not, checks module outputs and gradients for non-finite values
-(one sum each).
+Recording a step measures every module output, output gradient, weight and weight gradient in C++ (about
+2 ns per element on this machine: an exponent histogram, the rounding counters, the norm) and the lost
+updates of every parameter (decided from the spacing of the study format and of fp32 around each weight,
+without an emulated addition); every step, recorded or not, checks module outputs and gradients for
+non-finite values (one sum each), through Python hooks on every module.
 """
     with open(path + ".tmp", "w") as f:
         f.write(text)

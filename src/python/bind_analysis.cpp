@@ -112,6 +112,20 @@ py::dict lost_updates(const py::array& w, const std::string& w_bits, const py::a
   return d;
 }
 
+// The lost updates of one optimizer step, from the weights before and after it (the update computed here,
+// record::applied_update, instead of three tensor conversions in Python).
+py::dict lost_updates_of_step(const py::array& before, const std::string& before_bits, const py::array& after,
+                              const std::string& after_bits, const std::string& format) {
+  const FloatInput b(before, before_bits, "lost_updates_of_step: before"), a(after, after_bits, "lost_updates_of_step: after");
+  const std::vector<float> u = record::applied_update(b.values(), a.values());
+  const record::LostUpdateStats s = record::lost_updates(b.values(), u, formats::parse_format(format));
+  py::dict d;
+  d["format"] = formats::parse_format(format).name;
+  d["without_master"] = counts_dict(s.without_master);
+  d["with_master"] = counts_dict(s.with_master);
+  return d;
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m) {
@@ -122,6 +136,9 @@ void bind_analysis(py::module_& m) {
         "format does.");
   m.def("lost_updates", &lost_updates, py::arg("w"), py::arg("w_bits"), py::arg("u"), py::arg("u_bits"),
         py::arg("format"), "Lost updates of w + u, weights stored in the format and with an fp32 master copy.");
+  m.def("lost_updates_of_step", &lost_updates_of_step, py::arg("before"), py::arg("before_bits"), py::arg("after"),
+        py::arg("after_bits"), py::arg("format"),
+        "lost_updates(before, fl32(after - before)): the lost updates of the update one step applied.");
 }
 
 }  // namespace mpverify::python

@@ -15,6 +15,16 @@
 
 namespace mpverify::record {
 
+std::vector<float> applied_update(std::span<const float> before, std::span<const float> after) {
+  if (before.size() != after.size())
+    throw std::invalid_argument("applied_update: before has " + std::to_string(before.size()) + " elements, after " +
+                                std::to_string(after.size()));
+  std::vector<float> u(before.size());
+  for (std::size_t i = 0; i < u.size(); ++i)
+    u[i] = static_cast<float>(static_cast<double>(after[i]) - static_cast<double>(before[i]));
+  return u;
+}
+
 void set_rates(LostUpdateCounts& c) {
   if (c.updates == 0) return;
   const double n = static_cast<double>(c.updates);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "formats/format.h"
 
@@ -35,6 +36,11 @@ struct LostUpdateStats {
   LostUpdateCounts without_master;  // weights stored in weight_format
   LostUpdateCounts with_master;     // fp32 master weights
 };
+
+// The update a step applied to each weight, as a float: after - before in double, rounded once to float
+// (what torch's `(after.double() - before.double()).float()` gives). Throws std::invalid_argument when the
+// sizes differ.
+std::vector<float> applied_update(std::span<const float> before, std::span<const float> after);
 
 // lost_rate and the two ratio rates from the counts (0 when there are no updates).
 void set_rates(LostUpdateCounts& c);

@@ -24,7 +24,7 @@ import weakref
 
 import torch
 
-from .. import _core, lost_updates
+from .. import _core
 from .._tensors import as_input
 from ._formats import format_of
 from .provenance import Provenance, has_nonfinite
@@ -292,10 +292,10 @@ class Monitor:
         """The update each weight received (after - before, in float64, as float32) and the lost updates it
         would suffer: with an fp32 master copy, and stored in the weights' format (study_format for fp32)."""
         for p, w in before.items():
-            u = (p.detach().double() - w.double()).float()
             own = format_of(w.dtype)
             stored = own if own not in (None, "fp32") else self.study_format
-            counts = lost_updates(w.float(), u, stored)
+            (b, b_bits), (a, a_bits) = as_input(w), as_input(p)
+            counts = _core.lost_updates_of_step(b, b_bits, a, a_bits, stored)
             _add_counts(self._lost, "with_master", counts["with_master"])
             _add_counts(self._lost, "without_master", counts["without_master"])
 
