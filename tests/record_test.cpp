@@ -370,6 +370,17 @@ TEST(RecordLostUpdates, SpacingPathEqualsAddingForFp32) {
   EXPECT_EQ(record::lost_update_counts(off_grid, small, fp16).updates, 1u);
 }
 
+// The update a step applied: after - before, exact where the difference is a float (worked by hand).
+TEST(RecordLostUpdates, AppliedUpdateIsTheDifference) {
+  const std::vector<float> before = {1.0f, 1.0f, -2.0f, 0x1p-149f, 65504.0f};
+  const std::vector<float> after = {1.0f + 0x1p-20f, 1.0f, -2.0f - 0x1p-22f, 0.0f, 65536.0f};
+  const std::vector<float> u = record::applied_update(before, after);
+  EXPECT_EQ(u, (std::vector<float>{0x1p-20f, 0.0f, -0x1p-22f, -0x1p-149f, 32.0f}));
+  // 2^30 - 1: exact in double, not a float (the floats below 2^30 are 64 apart): rounded once, to 2^30.
+  EXPECT_EQ(record::applied_update(std::vector<float>{1.0f}, std::vector<float>{0x1p30f})[0], 0x1p30f);
+  EXPECT_THROW(record::applied_update(std::vector<float>{1.0f}, std::vector<float>{}), std::invalid_argument);
+}
+
 TEST(RecordLostUpdates, ZeroAndSubnormalWeights) {
   // A u added to w = 0 that fp16 rounds to 0 is underflow, not a lost update.
   auto c = one(0.0f, 0x1p-30f, fp16);
