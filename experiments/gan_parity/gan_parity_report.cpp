@@ -476,7 +476,8 @@ void runs_section(const GanParityConfig& c, const std::vector<GanSide>& sides, G
   }
   md += "\nFID per seed with one run per side (the gate's `stderr-t` method, `--accept-single-run`: the two bootstrap "
         "standard errors, t with B - 1 degrees of freedom for B replicates; it covers the evaluation's sampling noise "
-        "only, not the seed-to-seed spread):\n\n";
+        "only, not the seed-to-seed spread; earlier versions took the normal quantile, which with few replicates "
+        "gave narrower intervals, and the gate now calls one run per side inconclusive unless asked):\n\n";
   md += report::gate_table_header(c.alpha);
   for (const std::vector<metrics::GateResult>& per_seed : seed_gates)
     for (const metrics::GateResult& g : per_seed) md += report::gate_table_row(g) + "\n";
