@@ -95,12 +95,6 @@ py::dict rate_counts(const training::RateCounts& c) {
   return d;
 }
 
-py::list lines(std::vector<nlohmann::json> v) {
-  py::list out;
-  for (const nlohmann::json& j : v) out.append(to_python(j));
-  return out;
-}
-
 // Serialized in C++: turning each line into Python objects and back costs more than measuring the tensor.
 std::vector<std::string> lines_text(const std::vector<nlohmann::json>& v) {
   std::vector<std::string> out;
@@ -138,13 +132,11 @@ void bind_recorder(py::module_& m) {
           py::arg("format"), py::arg("scale"))
       .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })
       .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
-      .def("take_tensor_lines", [](training::StepRecorder& r) { return lines(r.take_tensor_lines()); })
-      .def("take_histogram_lines", [](training::StepRecorder& r) { return lines(r.take_histogram_lines()); })
       .def("take_tensor_lines_text", [](training::StepRecorder& r) { return lines_text(r.take_tensor_lines()); },
-           "take_tensor_lines as JSON text, one string per line (non-finite numbers as null)")
+           "The step's tensors.jsonl lines, moved out, as JSON text (non-finite numbers as null)")
       .def("take_histogram_lines_text",
            [](training::StepRecorder& r) { return lines_text(r.take_histogram_lines()); },
-           "take_histogram_lines as JSON text, one string per line")
+           "The step's histograms.jsonl lines, moved out, as JSON text")
       .def("thresholds", [](const training::StepRecorder& r) { return to_python(r.thresholds()); });
 }
 
