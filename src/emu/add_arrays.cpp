@@ -3,6 +3,7 @@
 #include <string>
 
 #include "emu/quantize.h"
+#include "formats/fp_environment.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
 #include "formats/philox.h"
@@ -47,6 +48,7 @@ void add_loop(std::span<const float> w, std::span<const float> u, std::span<floa
 
 void add_arrays(std::span<const float> w, std::span<const float> u, std::span<float> out, const QuantizeSpec& spec,
                 Counters* counters) {
+  formats::check_fp_environment("emu::add_arrays");
   if (w.size() != u.size() || w.size() != out.size())
     throw std::invalid_argument("add_arrays: sizes differ (w " + std::to_string(w.size()) + ", u " +
                                 std::to_string(u.size()) + ", out " + std::to_string(out.size()) + ")");

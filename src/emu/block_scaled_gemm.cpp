@@ -3,6 +3,7 @@
 // promotion per block of 128. BlockScaledScalar below computes an element so and is the definition;
 // block_scaled_multiply runs the fast path (block_scaled_fast.cpp), which hands it the elements it cannot hold.
 #include "emu/block_scaled_gemm.h"
+#include "formats/fp_environment.h"
 
 #include <bit>
 #include <stdexcept>
@@ -197,6 +198,7 @@ void block_scaled_multiply(const ScaledOperand& a, const ScaledOperand& b, float
 
 void block_scaled_gemm(const ops::GemmShape& shape, std::span<const float> a, std::span<const float> b,
                        std::span<float> c, const BlockScaledGemmPolicy& policy, BlockScaledGemmCounters* counters) {
+  formats::check_fp_environment("emu::block_scaled_gemm");
   validate(policy);
   shape.check(a.size(), b.size(), c.size());
   const ScaledOperands q = quantize_operands(shape, a, b, policy.scheme_a, policy.scheme_b, policy.quantize_a,

@@ -1,4 +1,5 @@
 #include "emu/conv2d_emu.h"
+#include "formats/fp_environment.h"
 
 #include <algorithm>
 #include <functional>
@@ -165,6 +166,7 @@ std::vector<int> phase_positions(int size, int stride, int pad, int phase) {
 
 void conv2d_forward_emu(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> wgt,
                         std::span<float> y, const GemmPolicy& policy, CounterSet* counters) {
+  formats::check_fp_environment("emu::conv2d_forward_emu");
   s.check(x.size(), wgt.size(), y.size());
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d.x"));
   const std::vector<float> wr = quantized_copy(wgt, policy.b_format(), site_counters(counters, "conv2d.w"));
@@ -191,6 +193,7 @@ void conv2d_forward_emu(const ops::Conv2dShape& s, std::span<const float> x, std
 
 void conv2d_backward_data_emu(const ops::Conv2dShape& s, std::span<const float> dy, std::span<const float> wgt,
                               std::span<float> dx, const GemmPolicy& policy, CounterSet* counters) {
+  formats::check_fp_environment("emu::conv2d_backward_data_emu");
   s.check(dx.size(), wgt.size(), dy.size(), "dx", "weight", "dy");
   const std::vector<float> dyr = quantized_copy(dy, policy.input, site_counters(counters, "conv2d_backward_data.dy"));
   const std::vector<float> wr =
@@ -257,6 +260,7 @@ void conv2d_backward_data_emu(const ops::Conv2dShape& s, std::span<const float> 
 
 void conv2d_backward_filter_emu(const ops::Conv2dShape& s, std::span<const float> x, std::span<const float> dy,
                                 std::span<float> dw, const GemmPolicy& policy, CounterSet* counters) {
+  formats::check_fp_environment("emu::conv2d_backward_filter_emu");
   s.check(x.size(), dw.size(), dy.size(), "x", "dw", "dy");
   const std::vector<float> xr = quantized_copy(x, policy.input, site_counters(counters, "conv2d_backward_filter.x"));
   const std::vector<float> dyr =

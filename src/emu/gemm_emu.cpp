@@ -1,4 +1,5 @@
 #include "emu/gemm_emu.h"
+#include "formats/fp_environment.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -238,6 +239,7 @@ void mma_counters_into(const MmaCounts& from, Counters& to) {
 
 void gemm_emu(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b, std::span<float> c,
               const GemmPolicy& policy, CounterSet* counters) {
+  formats::check_fp_environment("emu::gemm_emu");
   s.check(a.size(), b.size(), c.size());
   const std::vector<float> A = rounded_operand(a, s.m, s.k, s.transpose_a, policy.input, site_counters(counters, "gemm.a"));
   const std::vector<float> B =
@@ -247,6 +249,7 @@ void gemm_emu(const ops::GemmShape& s, std::span<const float> a, std::span<const
 
 void gemm_emu_rounded_inputs(const ops::GemmShape& s, std::span<const float> a, std::span<const float> b,
                              std::span<float> c, const GemmPolicy& policy, CounterSet* counters) {
+  formats::check_fp_environment("emu::gemm_emu_rounded_inputs");
   s.check(a.size(), b.size(), c.size());
   if (s.transpose_a || s.transpose_b)
     throw std::invalid_argument("gemm_emu_rounded_inputs: operands must be row-major op(A) and op(B), not transposed");

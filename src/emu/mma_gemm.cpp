@@ -3,6 +3,7 @@
 // model's arithmetic), decodes the operands for it, hands every other element to the scalar model, and
 // assembles the counts.
 #include "emu/mma_gemm.h"
+#include "formats/fp_environment.h"
 
 #include <algorithm>
 #include <atomic>
@@ -245,6 +246,7 @@ MmaPath force_mma_path(MmaPath path) { return forced_path.exchange(path); }
 
 std::size_t mma_gemm(const ops::GemmShape& s, std::span<const float> A, std::span<const float> B, std::span<float> acc,
               const MmaModel& m, bool swapped, int promotion_interval, bool simd, MmaCounts& counts) {
+  formats::check_fp_environment("emu::mma_gemm");
   const std::size_t K = (static_cast<std::size_t>(s.k) + m.k - 1) / m.k * m.k;
   const ScalarElements scalar{s, A, B, m, swapped, promotion_interval, K};
   const std::optional<MmaKernelModel> km = kernel_model(m, promotion_interval, K);

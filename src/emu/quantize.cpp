@@ -1,4 +1,5 @@
 #include "emu/quantize.h"
+#include "formats/fp_environment.h"
 
 #include <cmath>
 #include <limits>
@@ -140,6 +141,7 @@ SimdPath select_path(const QuantizeSpec& spec) {
 void quantize(std::span<const float> in, std::span<float> out, const QuantizeSpec& spec, Counters* counters,
               SimdPath path) {
   check_sizes(in.size(), out.size(), "quantize");
+  formats::check_fp_environment("emu::quantize");
   const Format& f = spec.format;
   if (path == SimdPath::automatic && is_binary32(f)) {
     if (counters) keep_binary32<true>(in, out, spec, counters);
@@ -155,6 +157,7 @@ void quantize(std::span<const float> in, std::span<float> out, const QuantizeSpe
 void encode(std::span<const float> in, std::span<std::uint16_t> out, const QuantizeSpec& spec, Counters* counters,
             SimdPath path) {
   check_sizes(in.size(), out.size(), "encode");
+  formats::check_fp_environment("emu::encode");
   if (spec.format.width() > 16)
     throw std::invalid_argument("encode: format " + spec.format.name + " is wider than 16 bits");
   run(in, spec, counters, path, nullptr, out.data(),
@@ -177,6 +180,7 @@ float detail::round_value_generic(const formats::Format& format, double exact, C
 void round_values(std::span<const double> exact, std::span<float> out, const formats::Format& format,
                   Counters* counters) {
   check_sizes(exact.size(), out.size(), "round_values");
+  formats::check_fp_environment("emu::round_values");
   Counters local;
   Counters* count = counters ? &local : nullptr;
   std::vector<double> values(exact.begin(), exact.end());

@@ -129,14 +129,14 @@ py::dict lost_updates_of_step(const py::array& before, const std::string& before
 }  // namespace
 
 void bind_analysis(py::module_& m) {
-  m.def("tensor_stats", &tensor_stats, py::arg("x"), py::arg("bits"), py::arg("format"), py::arg("scale"),
+  m.def("tensor_stats", &tensor_stats, exact_fp(), py::arg("x"), py::arg("bits"), py::arg("format"), py::arg("scale"),
         "The recorders' statistics of x * scale (exact) rounded to nearest-even to the format.");
-  m.def("analyze", &analyze, py::arg("x"), py::arg("bits"), py::arg("format"), py::arg("scales"),
+  m.def("analyze", &analyze, exact_fp(), py::arg("x"), py::arg("bits"), py::arg("format"), py::arg("scales"),
         "`mpverify analyze` on one tensor: per scale S, what casting fl(x * S) (in the tensor's type) to the "
         "format does.");
-  m.def("lost_updates", &lost_updates, py::arg("w"), py::arg("w_bits"), py::arg("u"), py::arg("u_bits"),
+  m.def("lost_updates", &lost_updates, exact_fp(), py::arg("w"), py::arg("w_bits"), py::arg("u"), py::arg("u_bits"),
         py::arg("format"), "Lost updates of w + u, weights stored in the format and with an fp32 master copy.");
-  m.def("lost_updates_of_step", &lost_updates_of_step, py::arg("before"), py::arg("before_bits"), py::arg("after"),
+  m.def("lost_updates_of_step", &lost_updates_of_step, exact_fp(), py::arg("before"), py::arg("before_bits"), py::arg("after"),
         py::arg("after_bits"), py::arg("format"),
         "lost_updates(before, fl32(after - before)): the lost updates of the update one step applied.");
 }

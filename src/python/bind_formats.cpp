@@ -192,11 +192,11 @@ void bind_formats(py::module_& m) {
         "max_finite, min_normal, min_subnormal, epsilon, unit_roundoff, ...). Accepts every name `mpverify "
         "formats` lists and eXmY[:modifiers].");
   m.def("format_names", &format_names, "The preset formats' names.");
-  m.def("round", &round_array, py::arg("x"), py::arg("bits"), py::arg("format"), py::arg("rounding"),
+  m.def("round", &round_array, exact_fp(), py::arg("x"), py::arg("bits"), py::arg("format"), py::arg("rounding"),
         py::arg("seed"), py::arg("stream"),
         "Rounds every element once to the format; returns (float32 array, counters dict).");
   m.def("block_schemes", &scheme_names, "The block schemes' names (mxfp8-e4m3, nvfp4, fp8-tile1x128, ...).");
-  m.def("quantize", &quantize_blocks, py::arg("x"), py::arg("bits"), py::arg("scheme"), py::arg("axis"),
+  m.def("quantize", &quantize_blocks, exact_fp(), py::arg("x"), py::arg("bits"), py::arg("scheme"), py::arg("axis"),
         py::arg("scale_rule"), py::arg("tile"), py::arg("rounding"), py::arg("seed"), py::arg("stream"),
         "Block quantization along `axis`; returns a dict: values (dequantized), codes, scales, tensor_scale, "
         "counters, sqnr_db.");

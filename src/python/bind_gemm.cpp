@@ -167,7 +167,7 @@ py::list mma_preset_names() {
 }  // namespace
 
 void bind_gemm(py::module_& m) {
-  m.def("gemm", &emulated_gemm, py::arg("a"), py::arg("a_bits"), py::arg("b"), py::arg("b_bits"),
+  m.def("gemm", &emulated_gemm, exact_fp(), py::arg("a"), py::arg("a_bits"), py::arg("b"), py::arg("b_bits"),
         py::arg("transpose_a"), py::arg("transpose_b"), py::arg("format_a"), py::arg("format_b"),
         py::arg("accumulation"), py::arg("promotion"), py::arg("output"),
         "C = op(A) op(B) as the emulator computes it (emu/gemm_emu.h): A (m x k, or k x m with transpose_a) and "
@@ -175,7 +175,7 @@ void bind_gemm(py::module_& m) {
         "(fp32: in k order, one fp32 FMA per step; fp16; tensor-core; an architecture volta .. blackwell; or a "
         "preset of mma_presets()), promoted into fp32 every `promotion` elements (0: never), rounded to `output`. "
         "Returns (float32 m x n array, {site: counters}) for the sites gemm.a, gemm.b, gemm.accumulate, gemm.c.");
-  m.def("block_gemm", &block_gemm, py::arg("a"), py::arg("a_bits"), py::arg("b"), py::arg("b_bits"),
+  m.def("block_gemm", &block_gemm, exact_fp(), py::arg("a"), py::arg("a_bits"), py::arg("b"), py::arg("b_bits"),
         py::arg("transpose_a"), py::arg("transpose_b"), py::arg("scheme_a"), py::arg("tile_a"), py::arg("scheme_b"),
         py::arg("tile_b"), py::arg("model"), py::arg("scale_rule"), py::arg("rounding_a"), py::arg("seed"),
         py::arg("stream"),
@@ -185,7 +185,7 @@ void bind_gemm(py::module_& m) {
         "{a, b: quantization counters with sqnr_db; accumulate; promotions; promotions_inexact}).");
   m.def("current_scale", [](float amax, float max_finite) {
           return training::current_scale(amax, training::CurrentConfig{max_finite});
-        },
+        }, exact_fp(),
         py::arg("amax"), py::arg("max_finite"),
         "Per-tensor current scaling (Transformer Engine's compute_scale_from_amax): fl32(max_finite / amax), 1 "
         "for an amax that is 0, infinite or NaN.");

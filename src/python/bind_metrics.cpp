@@ -98,7 +98,7 @@ py::dict kid(const py::array& a, const py::array& b, std::size_t subsets, std::s
 }  // namespace
 
 void bind_metrics(py::module_& m) {
-  m.def("gate", &gate, py::arg("baseline"), py::arg("candidate"), py::arg("metric"), py::arg("margin"),
+  m.def("gate", &gate, exact_fp(), py::arg("baseline"), py::arg("candidate"), py::arg("metric"), py::arg("margin"),
         py::arg("alpha"), py::arg("method"), py::arg("loss_tail"), py::arg("loss_key"), py::arg("accept_single_run"),
         "The parity gate (`mpverify gate --json`) as a dict.");
   m.def(
@@ -107,8 +107,8 @@ void bind_metrics(py::module_& m) {
         training::write_ensemble_manifest(dir, seeds);
       },
       py::arg("dir"), py::arg("seeds"), "Writes DIR/ensemble.json over the runs DIR/seed-<s>/.");
-  m.def("fid", &fid, py::arg("a"), py::arg("b"), "Frechet distance between two feature sets (rows are samples).");
-  m.def("kid", &kid, py::arg("a"), py::arg("b"), py::arg("subsets"), py::arg("subset_size"), py::arg("seed"),
+  m.def("fid", &fid, exact_fp(), py::arg("a"), py::arg("b"), "Frechet distance between two feature sets (rows are samples).");
+  m.def("kid", &kid, exact_fp(), py::arg("a"), py::arg("b"), py::arg("subsets"), py::arg("subset_size"), py::arg("seed"),
         "Kernel inception distance between two feature sets.");
 }
 

@@ -107,7 +107,7 @@ void bind_scaler(py::module_& m) {
   py::class_<PyScaler>(m, "Scaler", "A loss-scale or FP8-scale strategy (`mpverify replay-scalers` lists them).")
       .def(py::init<const std::string&, const std::map<std::string, std::string>&>(), py::arg("name"),
            py::arg("options"))
-      .def("step", &PyScaler::step, py::arg("found_inf_or_amax"))
+      .def("step", &PyScaler::step, exact_fp(), py::arg("found_inf_or_amax"))
       .def("state", &PyScaler::state)
       .def_property_readonly("scale", &PyScaler::scale);
   m.def("scaler_names", &training::scaler_names, "The strategies' names.");
@@ -127,7 +127,7 @@ void bind_recorder(py::module_& m) {
              double scale) {
             const FloatInput in(x, bits, layer + "." + tensor);
             r.record(layer, tensor, parse_role(role), parse_pass(pass), in.values(), formats::parse_format(format), scale);
-          },
+          }, exact_fp(),
           py::arg("layer"), py::arg("tensor"), py::arg("role"), py::arg("pass_"), py::arg("x"), py::arg("bits"),
           py::arg("format"), py::arg("scale"))
       .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })

@@ -8,8 +8,14 @@
 
 #include "emu/block_quantize.h"
 #include "emu/counters.h"
+#include "formats/fp_environment.h"
 
 namespace mpverify::python {
+
+// Every binding that computes runs under the IEEE 754 defaults and gives the caller's floating-point
+// environment back afterwards (formats/fp_environment.h): a Python host may have set flush-to-zero
+// (torch.set_flush_denormal(True), or an extension module built with -ffast-math).
+inline auto exact_fp() { return pybind11::call_guard<formats::ScopedDefaultFpEnvironment>(); }
 
 void bind_formats(pybind11::module_& m);   // bind_formats.cpp: formats, round, block quantize
 void bind_analysis(pybind11::module_& m);  // bind_analysis.cpp: tensor statistics, analyze, lost updates

@@ -319,6 +319,24 @@ def test_errors_carry_the_core_message():
     assert math.isclose(mpverify.format_info("bf16")["max_finite"], 3.3895313892515355e38)
 
 
+def test_a_host_that_flushes_subnormals_neither_changes_results_nor_loses_its_setting():
+    # torch.set_flush_denormal(True) sets MXCSR's FTZ and DAZ in this thread, as an extension built with
+    # -ffast-math would. mpverify computes under the IEEE defaults for the call and gives the setting back.
+    # Subnormals are made and compared as bits: under DAZ any float arithmetic or comparison reads them as 0.
+    bits = 0x00080000  # binary32 2^-130 (2^19 x 2^-149): a bf16 subnormal too (bf16's smallest normal is 2^-126)
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormals (no SSE3)")
+    try:
+        subnormal = torch.tensor([bits], dtype=torch.int32).view(torch.float32)
+        assert (subnormal * 1.0).item() == 0.0, "flushing is not in effect: the test proves nothing"
+        values, counters = mpverify.round(np.array([bits], np.uint32).view(np.float32), "bf16")
+        assert values.view(np.uint32)[0] == bits
+        assert counters["subnormal"] == 1
+        assert (subnormal * 1.0).item() == 0.0, "the caller's flush-to-zero was not restored"
+    finally:
+        torch.set_flush_denormal(False)
+    assert (subnormal * 1.0).item() == 2.0 ** -130
+
 # --- the Monitor on an emulated model ---------------------------------------------------------------
 
 def test_monitor_records_an_emulated_model(tmp_path):
