@@ -144,7 +144,8 @@ void add_training_options(CLI::App* app, TrainOptions& o, TrainFlags& flags) {
       app->add_option("--seed", c.seed, "Seed of the data, the initial weights and the batches")->capture_default_str();
   flags.seeds = app->add_option("--seeds", o.seeds,
                   "An ensemble: one run per seed (1,2,3 or 1-8 or 1-3,7) into --out/seed-<s>/, then "
-                  "--out/ensemble.json")
+                  "--out/ensemble.json. Started again in the same --out (after a kill), it resumes: finished runs are "
+                  "kept, interrupted ones trained again, and the files are the same bytes as an uninterrupted run's")
       ->excludes(seed_option);
   app->add_option("--batch-size", c.batch_size, "Examples per step")->capture_default_str();
   app->add_option("--image-size", c.image_size, "Synthetic data only: image height = width (the models follow; dcgan: a multiple of 4)")
@@ -246,6 +247,31 @@ void check_out_directory(const TrainOptions& o) {
     throw UsageError("--out " + o.out + " exists and is not a directory");
 }
 
+// An ensemble started again in the same --out (after a kill, say) resumes: runs that finished with this
+// configuration are kept, runs killed in flight are trained again from their start. A finished run of
+// another configuration is refused (UsageError) rather than replaced.
+void check_resumable(const TrainOptions& o, const training::TrainConfig& config,
+                     const std::vector<std::uint64_t>& seeds, bool show) {
+  const std::filesystem::path out = o.out;
+  if (!std::filesystem::exists(out)) return;
+  const nlohmann::json shared = training::ensemble_config(config, seeds.front());
+  for (std::uint64_t s : seeds) {
+    const std::string dir = training::seed_directory(out, s).string();
+    switch (training::seed_run_state(out, s, shared)) {
+      case training::SeedRunState::absent: break;
+      case training::SeedRunState::interrupted:
+        if (show) std::fprintf(stderr, "resuming: %s was interrupted; training it again\n", dir.c_str());
+        break;
+      case training::SeedRunState::finished:
+        if (show) std::fprintf(stderr, "resuming: %s finished earlier with this configuration; kept\n", dir.c_str());
+        break;
+      case training::SeedRunState::other_configuration:
+        throw UsageError(dir + " holds a finished run of another configuration or seed (its summary.json); pass "
+                               "--force to replace it, or choose another --out");
+    }
+  }
+}
+
 // --seeds: one run per seed, then ensemble.json; prints a line per run (or the JSON).
 int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, bool show) {
   const std::filesystem::path out = o.out;
@@ -257,10 +283,7 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
   }
   if (std::filesystem::exists(out / "ensemble.json") && !o.force)
     throw UsageError("--out " + o.out + " already holds an ensemble (ensemble.json); pass --force to replace it");
-  for (std::uint64_t s : seeds)
-    if (std::filesystem::exists(training::seed_directory(out, s) / "steps.jsonl") && !o.force)
-      throw UsageError("--out " + o.out + " already holds a run for seed " + std::to_string(s) +
-                       "; pass --force to replace it");
+  if (!o.force) with_usage_errors([&] { check_resumable(o, config, seeds, show); });
   with_usage_errors([&] {
     training::run_ensemble(config, seeds, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
       if (!show) return;
@@ -269,7 +292,7 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
                    index + 1, seeds.size(), step["step"].get<std::size_t>() + 1, config.steps,
                    loss.is_number() ? loss.get<double>() : NAN);
       std::fflush(stderr);
-    });
+    }, !o.force);
   });
   if (show) std::fprintf(stderr, "\n");
   nlohmann::json all = nlohmann::json::parse(std::ifstream(out / "ensemble.json"));

@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -39,6 +42,29 @@ void fsync_directory(const std::filesystem::path& dir) {
   if (::fsync(d.fd) != 0) fail("cannot fsync directory", dir, errno);
 }
 
+// Fault injection for the kill-and-resume tests: with MPVERIFY_KILL_AT_WRITE=N in the environment, the
+// N-th atomic write of the process writes half its content to the temporary file and the process kills
+// itself (SIGKILL, as a scheduler or the OOM killer would), so a test can stop a run at every write,
+// mid-write included, deterministically. Unset (always, outside tests) it costs one relaxed load.
+bool kill_point_reached() {
+  static const long kill_at = [] {
+    const char* v = std::getenv("MPVERIFY_KILL_AT_WRITE");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  static std::atomic<long> writes{0};
+  return kill_at > 0 && writes.fetch_add(1, std::memory_order_relaxed) + 1 == kill_at;
+}
+
+void write_all(int fd, const std::filesystem::path& tmp, const char* data, std::size_t size) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot write", tmp, errno);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& content) {
@@ -47,13 +73,12 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   {
     Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (f.fd < 0) fail("cannot create", tmp, errno);
-    std::size_t done = 0;
-    while (done < content.size()) {
-      const ssize_t n = ::write(f.fd, content.data() + done, content.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail("cannot write", tmp, errno);
-      done += static_cast<std::size_t>(n);
+    if (kill_point_reached()) {
+      write_all(f.fd, tmp, content.data(), content.size() / 2);
+      ::fsync(f.fd);
+      std::raise(SIGKILL);
     }
+    write_all(f.fd, tmp, content.data(), content.size());
     if (::fsync(f.fd) != 0) fail("cannot fsync", tmp, errno);
     const int fd = f.fd;
     f.fd = -1;

@@ -65,24 +65,47 @@ std::filesystem::path seed_directory(const std::filesystem::path& out, std::uint
   return out / ("seed-" + std::to_string(seed));
 }
 
+nlohmann::json ensemble_config(const TrainConfig& config, std::uint64_t first_seed) {
+  // Only the seed differs between the runs, and no setting is valid for one seed only.
+  TrainConfig c = config;
+  c.seed = first_seed;
+  const Trainer check(c);
+  nlohmann::json shared = check.summary()["config"];
+  shared.erase("seed");
+  return shared;
+}
+
+SeedRunState seed_run_state(const std::filesystem::path& out, std::uint64_t seed, const nlohmann::json& shared) {
+  const std::filesystem::path dir = seed_directory(out, seed);
+  if (!std::filesystem::exists(dir)) return SeedRunState::absent;
+  if (!std::filesystem::exists(dir / "summary.json")) return SeedRunState::interrupted;
+  nlohmann::json summary;
+  try {
+    summary = io::read_json_file(dir / "summary.json");
+  } catch (const std::runtime_error&) {
+    return SeedRunState::other_configuration;  // not ours to judge: the caller refuses without --force
+  }
+  if (!summary.is_object() || !summary.contains("config")) return SeedRunState::other_configuration;
+  nlohmann::json config = summary["config"];
+  if (!config.is_object() || config.value("seed", nlohmann::json()) != nlohmann::json(seed))
+    return SeedRunState::other_configuration;
+  config.erase("seed");
+  return config == shared ? SeedRunState::finished : SeedRunState::other_configuration;
+}
+
 void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds,
                   const std::filesystem::path& out,
-                  const std::function<void(std::uint64_t, std::size_t, const nlohmann::json&)>& progress) {
+                  const std::function<void(std::uint64_t, std::size_t, const nlohmann::json&)>& progress,
+                  bool keep_finished) {
   if (seeds.empty()) throw std::invalid_argument("--seeds: no seed given");
-  nlohmann::json shared;
-  {
-    // The configuration is checked before anything is written (only the seed
-    // differs between the runs, and no setting is valid for one seed only).
-    TrainConfig c = config;
-    c.seed = seeds.front();
-    const Trainer check(c);
-    shared = check.summary()["config"];
-    shared.erase("seed");
-  }
+  const nlohmann::json shared = ensemble_config(config, seeds.front());
   for (std::size_t i = 0; i < seeds.size(); ++i) {
+    const std::filesystem::path dir = seed_directory(out, seeds[i]);
+    if (keep_finished && seed_run_state(out, seeds[i], shared) == SeedRunState::finished) continue;
+    std::filesystem::remove_all(dir);  // what a killed run left, or a run being replaced
     TrainConfig c = config;
     c.seed = seeds[i];
-    run_training(c, seed_directory(out, seeds[i]), [&](const nlohmann::json& step) {
+    run_training(c, dir, [&](const nlohmann::json& step) {
       if (progress) progress(seeds[i], i, step);
     });
   }

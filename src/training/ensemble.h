@@ -27,13 +27,33 @@ inline constexpr std::size_t kMaxSeeds = 1000;
 
 std::filesystem::path seed_directory(const std::filesystem::path& out, std::uint64_t seed);
 
-// Runs config once per seed (config.seed replaced) into seed_directory(out, s).
-// The configuration is validated (a Trainer is built) before any file is written; std::invalid_argument / data::DataFileError as run_training.
-// `progress(seed, index, step_line)` follows every step of every run.
+// The ensemble's shared configuration: summary.json's "config" of the first seed's run without "seed".
+// Validates the configuration (builds a Trainer); std::invalid_argument / data::DataFileError as
+// run_training.
+nlohmann::json ensemble_config(const TrainConfig& config, std::uint64_t first_seed);
+
+// What a seed's directory holds when an ensemble (re)starts. A run writes summary.json last and
+// atomically, so its presence means the run finished; a directory without it is what a killed run
+// leaves.
+enum class SeedRunState {
+  absent,               // no directory
+  interrupted,          // a directory without summary.json: trained again from its start
+  finished,             // summary.json of this seed and of `shared` (ensemble_config): kept when resuming
+  other_configuration,  // summary.json of another configuration or seed, or unreadable
+};
+SeedRunState seed_run_state(const std::filesystem::path& out, std::uint64_t seed, const nlohmann::json& shared);
+
+// Runs config once per seed (config.seed replaced) into seed_directory(out, s), then writes ensemble.json.
+// The configuration is validated (a Trainer is built) before any file is written; std::invalid_argument /
+// data::DataFileError as run_training. With keep_finished, a seed whose run is SeedRunState::finished is
+// kept as it is (a resumed ensemble); every other seed's directory is removed and trained from its start,
+// so a resumed ensemble is byte-identical to an uninterrupted one. `progress(seed, index, step_line)`
+// follows every step of every run trained.
 void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds,
                   const std::filesystem::path& out,
                   const std::function<void(std::uint64_t seed, std::size_t index, const nlohmann::json& step)>&
-                      progress = {});
+                      progress = {},
+                  bool keep_finished = false);
 
 // Writes dir/ensemble.json for runs that are already in seed_directory(dir, s)
 // for every s in `seeds` (runs trained by a queue rather than by

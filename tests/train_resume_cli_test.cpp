@@ -1,0 +1,139 @@
+// `mpverify train --seeds` survives being killed: the process is stopped with SIGKILL at every atomic
+// write it makes (halfway through writing the file, through the MPVERIFY_KILL_AT_WRITE fault injection
+// of record::write_file_atomically), then started again with the same command; every file of the
+// finished ensemble must be the same bytes as an uninterrupted run's, and nothing half-written or
+// temporary may remain. Also: a finished run of another configuration is refused, and --force replaces it.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/run_command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("mpverify-train-resume-" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::vector<std::string> ensemble_args(const fs::path& out, const std::string& steps = "2") {
+  return {MPVERIFY_BIN, "train",  "--model", "mlp",   "--data", "synthetic", "--train-size", "128", "--test-size",
+          "64",         "--batch-size", "16", "--steps", steps,   "--seeds", "1,2,3", "--quiet", "--out", out.string()};
+}
+
+struct Ended {
+  bool killed = false;  // by SIGKILL
+  int exit_code = -1;   // when it exited
+};
+
+// Runs argv (output discarded) with MPVERIFY_KILL_AT_WRITE=kill_at when kill_at > 0.
+Ended run(const std::vector<std::string>& args, long kill_at) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (kill_at > 0) ::setenv("MPVERIFY_KILL_AT_WRITE", std::to_string(kill_at).c_str(), 1);
+    else ::unsetenv("MPVERIFY_KILL_AT_WRITE");
+    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr)) ::_exit(126);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Ended e;
+  e.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+  return e;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::map<std::string, std::string> files_of(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read(e.path());
+  return files;
+}
+
+TEST(TrainResume, KilledAtEveryWriteAndStartedAgainGivesTheSameBytes) {
+  const fs::path reference_dir = fresh_dir("reference");
+  ASSERT_EQ(run(ensemble_args(reference_dir), 0).exit_code, 0);
+  const std::map<std::string, std::string> reference = files_of(reference_dir);
+  ASSERT_TRUE(reference.count("ensemble.json"));
+  ASSERT_TRUE(reference.count("seed-3/summary.json"));
+
+  long kill_points = 0;
+  for (long n = 1;; ++n) {
+    const fs::path dir = fresh_dir("killed");
+    const Ended first = run(ensemble_args(dir), n);
+    if (!first.killed) {
+      // Past the last write: the run finished untouched.
+      ASSERT_EQ(first.exit_code, 0) << "write " << n;
+      break;
+    }
+    ++kill_points;
+    const Ended again = run(ensemble_args(dir), 0);
+    ASSERT_EQ(again.exit_code, 0) << "started again after a kill at write " << n;
+    const std::map<std::string, std::string> resumed = files_of(dir);
+    ASSERT_EQ(resumed.size(), reference.size()) << "killed at write " << n;
+    for (const auto& [name, bytes] : reference) {
+      ASSERT_TRUE(resumed.count(name)) << "killed at write " << n << ": " << name << " is missing";
+      EXPECT_TRUE(resumed.at(name) == bytes) << "killed at write " << n << ": " << name << " differs";
+    }
+    ASSERT_LT(n, 1000) << "the kill points never end";
+  }
+  // Three seeds of two steps publish their logs every step, then their summaries, then ensemble.json.
+  EXPECT_GE(kill_points, 20);
+  fs::remove_all(reference_dir);
+  fs::remove_all(fresh_dir("killed"));
+}
+
+TEST(TrainResume, AFinishedRunOfAnotherConfigurationIsRefusedAndForceReplacesIt) {
+  const fs::path dir = fresh_dir("other");
+  // Seed 2 finished with 3 steps, then the ensemble asks for 2 steps in the same --out.
+  std::vector<std::string> two_steps = {MPVERIFY_BIN, "train", "--model", "mlp", "--data", "synthetic", "--train-size",
+                                        "128", "--test-size", "64", "--batch-size", "16", "--steps", "3", "--seed", "2",
+                                        "--quiet", "--out", (dir / "seed-2").string()};
+  ASSERT_EQ(run(two_steps, 0).exit_code, 0);
+  const std::string before = read(dir / "seed-2" / "summary.json");
+  const auto refused = mpverify::test::run_command(
+      std::string(MPVERIFY_BIN) + " train --model mlp --data synthetic --train-size 128 --test-size 64 "
+                                  "--batch-size 16 --steps 2 --seeds 1,2,3 --quiet --out " + dir.string(),
+      "", true);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("seed-2 holds a finished run of another configuration"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--force"), std::string::npos) << refused.out;
+  EXPECT_EQ(read(dir / "seed-2" / "summary.json"), before);
+  EXPECT_FALSE(fs::exists(dir / "ensemble.json"));
+  EXPECT_FALSE(fs::exists(dir / "seed-1"));
+
+  std::vector<std::string> forced = ensemble_args(dir);
+  forced.push_back("--force");
+  ASSERT_EQ(run(forced, 0).exit_code, 0);
+  const fs::path reference_dir = fresh_dir("other-reference");
+  ASSERT_EQ(run(ensemble_args(reference_dir), 0).exit_code, 0);
+  EXPECT_TRUE(files_of(dir) == files_of(reference_dir));
+  fs::remove_all(dir);
+  fs::remove_all(reference_dir);
+}
+
+}  // namespace
