@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "io/json_text.h"
 #include "support/run_command.h"
 
 namespace {
@@ -39,13 +41,21 @@ struct Ended {
   int exit_code = -1;   // when it exited
 };
 
-// Runs argv (output discarded) with MPVERIFY_KILL_AT_WRITE=kill_at when kill_at > 0.
-Ended run(const std::vector<std::string>& args, long kill_at) {
+// Runs argv (standard output discarded, standard error into `errors` when given) with
+// MPVERIFY_KILL_AT_WRITE=kill_at when kill_at > 0, and files limited to max_file_bytes when > 0 (a full
+// disk as a writer sees it: write() fails with EFBIG once a file would grow past it).
+Ended run(const std::vector<std::string>& args, long kill_at, const fs::path& errors = "/dev/null",
+          rlim_t max_file_bytes = 0) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (kill_at > 0) ::setenv("MPVERIFY_KILL_AT_WRITE", std::to_string(kill_at).c_str(), 1);
     else ::unsetenv("MPVERIFY_KILL_AT_WRITE");
-    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr)) ::_exit(126);
+    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen(errors.c_str(), "w", stderr)) ::_exit(126);
+    if (max_file_bytes > 0) {
+      ::signal(SIGXFSZ, SIG_IGN);  // else the signal kills the writer; ignored, write() returns EFBIG
+      const rlimit limit{max_file_bytes, max_file_bytes};
+      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(125);
+    }
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -134,6 +144,36 @@ TEST(TrainResume, AFinishedRunOfAnotherConfigurationIsRefusedAndForceReplacesIt)
   EXPECT_TRUE(files_of(dir) == files_of(reference_dir));
   fs::remove_all(dir);
   fs::remove_all(reference_dir);
+}
+
+TEST(TrainResume, AnUnwritableOrFullOutputExitsTwoNamingThePathAndLeavesNoHalfWrittenFile) {
+  const fs::path errors = fresh_dir("errors.txt");
+  // A place no one can create a directory in, not even root.
+  const std::string unwritable = "/proc/mpverify-train-resume-unwritable";
+  std::vector<std::string> args = ensemble_args(unwritable);
+  EXPECT_EQ(run(args, 0, errors).exit_code, 2);
+  EXPECT_NE(read(errors).find("'" + unwritable), std::string::npos) << read(errors);
+
+  // A disk that fills up mid-run: the recorders' files grow past 4 KiB at the first steps.
+  const fs::path dir = fresh_dir("full");
+  EXPECT_EQ(run(ensemble_args(dir, "20"), 0, errors, 4096).exit_code, 2);
+  const std::string message = read(errors);
+  EXPECT_NE(message.find("'" + dir.string() + "/seed-1/"), std::string::npos) << message;
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  // What is there is whole: no temporary file, and every published log is complete JSON lines.
+  ASSERT_TRUE(fs::exists(dir / "seed-1"));
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
+    const std::string text = read(e.path());
+    EXPECT_TRUE(text.empty() || text.back() == '\n') << e.path();
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_TRUE(mpverify::io::try_parse_json_text(line).has_value()) << e.path() << ": " << line;
+  }
+  EXPECT_FALSE(fs::exists(dir / "ensemble.json"));
+  fs::remove_all(dir);
+  fs::remove(errors);
 }
 
 }  // namespace

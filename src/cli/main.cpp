@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "formats/format.h"
+#include "record/run_log.h"
 #include "gpu/device.h"
 
 #ifndef MPVERIFY_VERSION
@@ -81,6 +82,9 @@ int run_chosen(const std::vector<Command>& commands) {
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
       return 2;
     } catch (const mpverify::formats::FormatError& e) {
+      std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
+      return 2;
+    } catch (const mpverify::record::OutputError& e) {
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
       return 2;
     } catch (const std::exception& e) {

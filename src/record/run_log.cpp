@@ -25,7 +25,7 @@ namespace {
   message += path.string();
   message += "': ";
   message += std::strerror(error);
-  throw std::runtime_error(message);
+  throw OutputError(message);
 }
 
 // Closes the descriptor on every path out.
@@ -65,28 +65,41 @@ void write_all(int fd, const std::filesystem::path& tmp, const char* data, std::
   }
 }
 
+// The content into tmp, fsynced and closed.
+void write_temporary(const std::filesystem::path& tmp, const std::string& content) {
+  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (f.fd < 0) fail("cannot create", tmp, errno);
+  if (kill_point_reached()) {
+    write_all(f.fd, tmp, content.data(), content.size() / 2);
+    ::fsync(f.fd);
+    std::raise(SIGKILL);
+  }
+  write_all(f.fd, tmp, content.data(), content.size());
+  if (::fsync(f.fd) != 0) fail("cannot fsync", tmp, errno);
+  const int fd = f.fd;
+  f.fd = -1;
+  if (::close(fd) != 0) fail("cannot close", tmp, errno);
+}
+
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::path tmp = path;
   tmp += ".tmp";
-  {
-    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    if (f.fd < 0) fail("cannot create", tmp, errno);
-    if (kill_point_reached()) {
-      write_all(f.fd, tmp, content.data(), content.size() / 2);
-      ::fsync(f.fd);
-      std::raise(SIGKILL);
-    }
-    write_all(f.fd, tmp, content.data(), content.size());
-    if (::fsync(f.fd) != 0) fail("cannot fsync", tmp, errno);
-    const int fd = f.fd;
-    f.fd = -1;
-    if (::close(fd) != 0) fail("cannot close", tmp, errno);
+  try {
+    write_temporary(tmp, content);
+  } catch (const OutputError&) {
+    ::unlink(tmp.c_str());  // a full disk leaves no half-written file behind, not even a temporary one
+    throw;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename onto", path, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    fail("cannot rename onto", path, error);
+  }
   fsync_directory(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
 }
+
 
 RunLog::RunLog(std::filesystem::path dir, std::size_t publish_every, std::string file_name)
     : dir_(std::move(dir)), publish_every_(publish_every == 0 ? 1 : publish_every), file_name_(std::move(file_name)) {

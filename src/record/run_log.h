@@ -14,18 +14,26 @@
 // would have to know to ignore, which a run log must never ask of them.
 //
 // A stray steps.jsonl.tmp (from a run killed while publishing) is never read,
-// and is replaced by the next publication. Errors are std::runtime_error
-// naming the path and the system's reason.
+// and is replaced by the next publication. Errors are OutputError naming the
+// path and the system's reason; a publication that fails removes its
+// temporary file.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace mpverify::record {
+
+// A file or directory of the run could not be written (unwritable place, full disk, ...): the message
+// names the path and the system's reason. The command line exits 2 on it, as on any bad --out.
+struct OutputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class RunLog {
  public:
@@ -65,7 +73,7 @@ class RunLog {
 void write_summary(const std::filesystem::path& dir, const nlohmann::json& summary);
 
 // Writes `content` to `path` atomically: path.tmp, fsync, rename, fsync of the
-// directory. std::runtime_error naming the path and errno's text on failure.
+// directory. OutputError naming the path and errno's text on failure, with the temporary file removed.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
 
 // The steps of a run directory's steps.jsonl, in order; std::runtime_error
