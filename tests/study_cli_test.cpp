@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/device.h"
+#include "support/kill_points.h"
 #include "support/run_command.h"
 #include "support/xml_checker.h"
 #include "training/trainer.h"
@@ -181,6 +182,63 @@ TEST(StudyCli, RecordersChangeNothingTheTrainingComputes) {
   ASSERT_EQ(with.size(), without.size());
   ASSERT_GT(with.size(), 100u);
   for (std::size_t i = 0; i < with.size(); ++i) ASSERT_EQ(with[i], without[i]) << i;  // bit for bit (no NaN here)
+}
+
+// Every file under dir (the runs and the reports), by its path relative to dir.
+std::map<std::string, std::string> files_under(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read(e.path());
+  return files;
+}
+
+// A study killed (SIGKILL, halfway through one of its writes) and started again with the same command
+// resumes: its runs that finished are kept, and every file, the reports included, is the same bytes as
+// an uninterrupted study's. Kill points, named by file (MPVERIFY_KILL_AT_WRITE=NAME:K): the queue's
+// journal, the first and the third of the four runs' summaries, an ensemble manifest and the last write
+// (the page); the every-write test is TrainResume's (train --seeds), which shares the mechanism.
+TEST(StudyCli, KilledAtItsWritesAndStartedAgainWritesTheSameBytes) {
+  const auto args = [](const fs::path& dir) {
+    return std::vector<std::string>{MPVERIFY_BIN, "study", "--seeds", "2", "--steps", "2", "--train-size", "256",
+                                    "--test-size", "64", "--backend", "emu", "--out", (dir / "runs").string(),
+                                    "--report", (dir / "reports" / "study.md").string()};
+  };
+  const fs::path reference_dir = fresh_dir("resume-reference");
+  ASSERT_EQ(mpverify::test::run_program(args(reference_dir), "").exit_code, 0);
+  const std::map<std::string, std::string> reference = files_under(reference_dir);
+  ASSERT_TRUE(reference.count("reports/study.md"));
+  EXPECT_FALSE(reference.count("runs/queue.json"));  // the journal goes once every run finished
+
+  const fs::path dir = fresh_dir("resume-killed");
+  const auto killed_at = [&](const std::string& point) {
+    fs::remove_all(dir);
+    return mpverify::test::run_program(args(dir), point).killed;
+  };
+  std::size_t kept = 0;
+  const auto resumes_to_the_same_bytes = [&](const std::string& n) {
+    const auto finished = mpverify::test::finished_runs(dir / "runs");
+    const bool journal = fs::exists(dir / "runs" / "queue.json");
+    ASSERT_EQ(mpverify::test::run_program(args(dir), "").exit_code, 0) << "started again after a kill at write " << n;
+    if (journal) {  // killed while the queue ran: its finished runs were kept, not trained again
+      EXPECT_TRUE(mpverify::test::finished_runs(dir / "runs").size() >= finished.size());
+      for (const auto& [summary, written] : finished)
+        EXPECT_EQ(fs::last_write_time(summary), written) << "killed at write " << n << ": " << summary << " was rewritten";
+      kept += finished.size();
+    }
+    const std::map<std::string, std::string> resumed = files_under(dir);
+    ASSERT_EQ(resumed.size(), reference.size()) << "killed at write " << n;
+    for (const auto& [name, bytes] : reference) {
+      ASSERT_TRUE(resumed.count(name)) << "killed at write " << n << ": " << name << " is missing";
+      EXPECT_TRUE(resumed.at(name) == bytes) << "killed at write " << n << ": " << name << " differs";
+    }
+  };
+  for (const std::string point : {"queue.json:1", "summary.json:1", "summary.json:3", "ensemble.json:1", "index.html:1"}) {
+    ASSERT_TRUE(killed_at(point)) << point << " is not one of the study's writes";
+    resumes_to_the_same_bytes(point);
+  }
+  EXPECT_GT(kept, 0u) << "no kill point fell after a run had finished: the test proves no run is kept";
+  fs::remove_all(dir);
+  fs::remove_all(reference_dir);
 }
 
 }  // namespace

@@ -5,11 +5,6 @@
 // temporary may remain. Also: a finished run of another configuration is refused, and --force replaces it.
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,11 +14,14 @@
 #include <vector>
 
 #include "io/json_text.h"
+#include "support/kill_points.h"
 #include "support/run_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using mpverify::test::Ended;
+using mpverify::test::run_program;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("mpverify-train-resume-" + name);
@@ -34,40 +32,6 @@ fs::path fresh_dir(const std::string& name) {
 std::vector<std::string> ensemble_args(const fs::path& out, const std::string& steps = "2") {
   return {MPVERIFY_BIN, "train",  "--model", "mlp",   "--data", "synthetic", "--train-size", "128", "--test-size",
           "64",         "--batch-size", "16", "--steps", steps,   "--seeds", "1,2,3", "--quiet", "--out", out.string()};
-}
-
-struct Ended {
-  bool killed = false;  // by SIGKILL
-  int exit_code = -1;   // when it exited
-};
-
-// Runs argv (standard output discarded, standard error into `errors` when given) with
-// MPVERIFY_KILL_AT_WRITE=kill_at when kill_at > 0, and files limited to max_file_bytes when > 0 (a full
-// disk as a writer sees it: write() fails with EFBIG once a file would grow past it).
-Ended run(const std::vector<std::string>& args, long kill_at, const fs::path& errors = "/dev/null",
-          rlim_t max_file_bytes = 0) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (kill_at > 0) ::setenv("MPVERIFY_KILL_AT_WRITE", std::to_string(kill_at).c_str(), 1);
-    else ::unsetenv("MPVERIFY_KILL_AT_WRITE");
-    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen(errors.c_str(), "w", stderr)) ::_exit(126);
-    if (max_file_bytes > 0) {
-      ::signal(SIGXFSZ, SIG_IGN);  // else the signal kills the writer; ignored, write() returns EFBIG
-      const rlimit limit{max_file_bytes, max_file_bytes};
-      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(125);
-    }
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Ended e;
-  e.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-  if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-  return e;
 }
 
 std::string read(const fs::path& p) {
@@ -86,22 +50,28 @@ std::map<std::string, std::string> files_of(const fs::path& dir) {
 
 TEST(TrainResume, KilledAtEveryWriteAndStartedAgainGivesTheSameBytes) {
   const fs::path reference_dir = fresh_dir("reference");
-  ASSERT_EQ(run(ensemble_args(reference_dir), 0).exit_code, 0);
+  ASSERT_EQ(run_program(ensemble_args(reference_dir), "").exit_code, 0);
   const std::map<std::string, std::string> reference = files_of(reference_dir);
   ASSERT_TRUE(reference.count("ensemble.json"));
   ASSERT_TRUE(reference.count("seed-3/summary.json"));
 
-  long kill_points = 0;
+  long kill_points = 0, kept = 0;
   for (long n = 1;; ++n) {
     const fs::path dir = fresh_dir("killed");
-    const Ended first = run(ensemble_args(dir), n);
+    const Ended first = run_program(ensemble_args(dir), std::to_string(n));
     if (!first.killed) {
       // Past the last write: the run finished untouched.
       ASSERT_EQ(first.exit_code, 0) << "write " << n;
       break;
     }
     ++kill_points;
-    const Ended again = run(ensemble_args(dir), 0);
+    const auto finished = mpverify::test::finished_runs(dir);
+    const Ended again = run_program(ensemble_args(dir), "");
+    for (const auto& [summary, written] : finished)
+      if (summary.find("seed-") != std::string::npos) {  // kept, not trained again
+        EXPECT_EQ(fs::last_write_time(summary), written) << "killed at write " << n << ": " << summary << " was rewritten";
+        ++kept;
+      }
     ASSERT_EQ(again.exit_code, 0) << "started again after a kill at write " << n;
     const std::map<std::string, std::string> resumed = files_of(dir);
     ASSERT_EQ(resumed.size(), reference.size()) << "killed at write " << n;
@@ -113,6 +83,7 @@ TEST(TrainResume, KilledAtEveryWriteAndStartedAgainGivesTheSameBytes) {
   }
   // Three seeds of two steps publish their logs every step, then their summaries, then ensemble.json.
   EXPECT_GE(kill_points, 20);
+  EXPECT_GT(kept, 0);  // some kills came after a run had finished, and those runs were kept
   fs::remove_all(reference_dir);
   fs::remove_all(fresh_dir("killed"));
 }
@@ -123,7 +94,7 @@ TEST(TrainResume, AFinishedRunOfAnotherConfigurationIsRefusedAndForceReplacesIt)
   std::vector<std::string> two_steps = {MPVERIFY_BIN, "train", "--model", "mlp", "--data", "synthetic", "--train-size",
                                         "128", "--test-size", "64", "--batch-size", "16", "--steps", "3", "--seed", "2",
                                         "--quiet", "--out", (dir / "seed-2").string()};
-  ASSERT_EQ(run(two_steps, 0).exit_code, 0);
+  ASSERT_EQ(run_program(two_steps, "").exit_code, 0);
   const std::string before = read(dir / "seed-2" / "summary.json");
   const auto refused = mpverify::test::run_command(
       std::string(MPVERIFY_BIN) + " train --model mlp --data synthetic --train-size 128 --test-size 64 "
@@ -138,9 +109,9 @@ TEST(TrainResume, AFinishedRunOfAnotherConfigurationIsRefusedAndForceReplacesIt)
 
   std::vector<std::string> forced = ensemble_args(dir);
   forced.push_back("--force");
-  ASSERT_EQ(run(forced, 0).exit_code, 0);
+  ASSERT_EQ(run_program(forced, "").exit_code, 0);
   const fs::path reference_dir = fresh_dir("other-reference");
-  ASSERT_EQ(run(ensemble_args(reference_dir), 0).exit_code, 0);
+  ASSERT_EQ(run_program(ensemble_args(reference_dir), "").exit_code, 0);
   EXPECT_TRUE(files_of(dir) == files_of(reference_dir));
   fs::remove_all(dir);
   fs::remove_all(reference_dir);
@@ -151,12 +122,12 @@ TEST(TrainResume, AnUnwritableOrFullOutputExitsTwoNamingThePathAndLeavesNoHalfWr
   // A place no one can create a directory in, not even root.
   const std::string unwritable = "/proc/mpverify-train-resume-unwritable";
   std::vector<std::string> args = ensemble_args(unwritable);
-  EXPECT_EQ(run(args, 0, errors).exit_code, 2);
+  EXPECT_EQ(run_program(args, "", errors).exit_code, 2);
   EXPECT_NE(read(errors).find("'" + unwritable), std::string::npos) << read(errors);
 
   // A disk that fills up mid-run: the recorders' files grow past 4 KiB at the first steps.
   const fs::path dir = fresh_dir("full");
-  EXPECT_EQ(run(ensemble_args(dir, "20"), 0, errors, 4096).exit_code, 2);
+  EXPECT_EQ(run_program(ensemble_args(dir, "20"), "", errors, 4096).exit_code, 2);
   const std::string message = read(errors);
   EXPECT_NE(message.find("'" + dir.string() + "/seed-1/"), std::string::npos) << message;
   EXPECT_NE(message.find("File too large"), std::string::npos) << message;

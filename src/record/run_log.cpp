@@ -45,14 +45,27 @@ void fsync_directory(const std::filesystem::path& dir) {
 // Fault injection for the kill-and-resume tests: with MPVERIFY_KILL_AT_WRITE=N in the environment, the
 // N-th atomic write of the process writes half its content to the temporary file and the process kills
 // itself (SIGKILL, as a scheduler or the OOM killer would), so a test can stop a run at every write,
-// mid-write included, deterministically. Unset (always, outside tests) it costs one relaxed load.
-bool kill_point_reached() {
-  static const long kill_at = [] {
+// mid-write included, deterministically. MPVERIFY_KILL_AT_WRITE=NAME:N counts only the writes of files
+// named NAME (summary.json:2, the second summary written). Unset (always, outside tests) it costs one
+// relaxed load.
+bool kill_point_reached(const std::filesystem::path& path) {
+  struct KillPoint {
+    std::string name;  // empty: every file counts
+    long at = 0;
+  };
+  static const KillPoint point = [] {
+    KillPoint p;
     const char* v = std::getenv("MPVERIFY_KILL_AT_WRITE");
-    return v ? std::strtol(v, nullptr, 10) : 0L;
+    if (!v) return p;
+    const std::string text = v;
+    const std::size_t colon = text.rfind(':');
+    if (colon != std::string::npos) p.name = text.substr(0, colon);
+    p.at = std::strtol(text.c_str() + (colon == std::string::npos ? 0 : colon + 1), nullptr, 10);
+    return p;
   }();
   static std::atomic<long> writes{0};
-  return kill_at > 0 && writes.fetch_add(1, std::memory_order_relaxed) + 1 == kill_at;
+  if (point.at <= 0 || (!point.name.empty() && path.filename() != point.name)) return false;
+  return writes.fetch_add(1, std::memory_order_relaxed) + 1 == point.at;
 }
 
 void write_all(int fd, const std::filesystem::path& tmp, const char* data, std::size_t size) {
@@ -66,10 +79,10 @@ void write_all(int fd, const std::filesystem::path& tmp, const char* data, std::
 }
 
 // The content into tmp, fsynced and closed.
-void write_temporary(const std::filesystem::path& tmp, const std::string& content) {
+void write_temporary(const std::filesystem::path& path, const std::filesystem::path& tmp, const std::string& content) {
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
   if (f.fd < 0) fail("cannot create", tmp, errno);
-  if (kill_point_reached()) {
+  if (kill_point_reached(path)) {
     write_all(f.fd, tmp, content.data(), content.size() / 2);
     ::fsync(f.fd);
     std::raise(SIGKILL);
@@ -87,7 +100,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   std::filesystem::path tmp = path;
   tmp += ".tmp";
   try {
-    write_temporary(tmp, content);
+    write_temporary(path, tmp, content);
   } catch (const OutputError&) {
     ::unlink(tmp.c_str());  // a full disk leaves no half-written file behind, not even a temporary one
     throw;

@@ -120,17 +120,8 @@ std::vector<Job> study_jobs(const StudyConfig& c, const std::vector<Side>& sides
   return jobs;
 }
 
-// Trains every job (c.jobs at a time) into its seed directory and records it in result.runs.
-void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std::vector<Job>& jobs,
-                StudyResult& result, const Say& say) {
-  result.runs.resize(jobs.size());
-  // A previous study's runs are replaced (a stale seed directory would be
-  // ignored by ensemble.json anyway, but would mislead a reader).
-  for (const char* name : {"fp32-ref", "o2-emu", "o2-gpu"}) fs::remove_all(c.out / name);
-  say("study: " + std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x " +
-      std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
-      std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
-  if (!result.gpu_reason.empty() && c.backend == "auto") say("study: no GPU side (" + result.gpu_reason + ")");
+// Every job's run: its side's configuration with the job's seed, into its seed directory.
+std::vector<training::QueuedRun> study_queue(const StudyConfig& c, const std::vector<Job>& jobs) {
   std::vector<training::QueuedRun> queue;
   for (const Job& job : jobs) {
     training::QueuedRun q{job.side->config, {}, {}};
@@ -140,7 +131,27 @@ void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std:
     q.label = job.side->name + " seed " + std::to_string(job.seed) + (q.config.recorders ? " (recorders on)" : "");
     queue.push_back(std::move(q));
   }
-  const std::vector<training::FinishedRun> finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say("study: " + line); });
+  return queue;
+}
+
+// Trains every job (c.jobs at a time) into its seed directory and records it in result.runs.
+void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std::vector<Job>& jobs,
+                StudyResult& result, const Say& say) {
+  result.runs.resize(jobs.size());
+  std::vector<training::QueuedRun> queue = study_queue(c, jobs);
+  // A study killed before its runs finished resumes (run_queue's journal); otherwise a previous
+  // study's runs are replaced (a stale seed directory would be ignored by ensemble.json anyway, but
+  // would mislead a reader).
+  const fs::path journal = c.out / "queue.json";
+  if (training::queue_resumes(queue, journal)) say("study: resuming the interrupted study in " + c.out.string());
+  else
+    for (const char* name : {"fp32-ref", "o2-emu", "o2-gpu"}) fs::remove_all(c.out / name);
+  say("study: " + std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x " +
+      std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
+      std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
+  if (!result.gpu_reason.empty() && c.backend == "auto") say("study: no GPU side (" + result.gpu_reason + ")");
+  const std::vector<training::FinishedRun> finished =
+      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("study: " + line); }, journal);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     StudyRun& run = result.runs[i];
     run.side = jobs[i].side->name;

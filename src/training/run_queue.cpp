@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "io/json_text.h"
+#include "record/run_log.h"
 
 namespace mpverify::training {
 
@@ -41,12 +42,55 @@ std::string outcome_text(const json& summary) {
   return "done";
 }
 
+// Each run's directory and summary.json "config", in the queue's order: what the journal holds, and
+// what a kept run's summary must match. Building each Trainer also validates its configuration.
+json queue_plan(const std::vector<QueuedRun>& runs) {
+  json plan = json::array();
+  for (const QueuedRun& r : runs) {
+    const Trainer check(r.config);  // throws for a setting it cannot run
+    plan.push_back({{"dir", r.dir.string()}, {"config", check.summary()["config"]}});
+  }
+  return plan;
+}
+
+bool journal_matches(const fs::path& journal, const json& plan) {
+  if (journal.empty() || !fs::exists(journal)) return false;
+  try {
+    return io::read_json_file(journal) == plan;
+  } catch (const std::runtime_error&) {
+    return false;  // unreadable: treated as another queue's
+  }
+}
+
+// A run of the resumed queue that finished before the kill: its summary.json holds its configuration.
+bool finished_earlier(const json& planned) {
+  const fs::path summary = fs::path(planned["dir"].get<std::string>()) / "summary.json";
+  if (!fs::exists(summary)) return false;
+  try {
+    return io::read_json_file(summary).value("config", json()) == planned["config"];
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
+bool queue_resumes(const std::vector<QueuedRun>& runs, const std::filesystem::path& journal) {
+  return journal_matches(journal, queue_plan(runs));
+}
+
 std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size_t jobs,
-                                   const std::function<void(const std::string&)>& progress) {
+                                   const std::function<void(const std::string&)>& progress,
+                                   const std::filesystem::path& journal) {
   if (jobs < 1) throw std::invalid_argument("run_queue: jobs must be at least 1");
-  for (const QueuedRun& r : runs) const Trainer check(r.config);  // throws for a setting it cannot run
+  const json plan = queue_plan(runs);
+  std::vector<bool> keep(runs.size(), false);
+  if (journal_matches(journal, plan)) {
+    for (std::size_t i = 0; i < runs.size(); ++i) keep[i] = finished_earlier(plan[i]);
+  } else if (!journal.empty()) {
+    fs::create_directories(journal.parent_path());
+    record::write_file_atomically(journal, plan.dump(1) + "\n");
+  }
   std::vector<FinishedRun> finished(runs.size());
   std::mutex mutex;
   std::atomic<std::size_t> next{0};
@@ -62,9 +106,11 @@ std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size
       }
       try {
         const auto start = std::chrono::steady_clock::now();
-        fs::remove_all(runs[i].dir);
-        run_training(runs[i].config, runs[i].dir);
-        finished[i].wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!keep[i]) {
+          fs::remove_all(runs[i].dir);
+          run_training(runs[i].config, runs[i].dir);
+          finished[i].wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        }
         finished[i].summary = read_summary(runs[i].dir);
         const std::lock_guard lock(mutex);
         ++done;
@@ -80,7 +126,7 @@ std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size
           line += ": ";
           line += outcome_text(finished[i].summary);
           line += ", ";
-          line += seconds;
+          line += keep[i] ? std::string("kept (finished before the queue was interrupted)") : std::string(seconds);
           progress(line);
         }
       } catch (...) {
@@ -93,6 +139,7 @@ std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size
   for (std::size_t k = 0; k < std::min(jobs, runs.size()); ++k) threads.emplace_back(worker);
   for (std::thread& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
+  if (!journal.empty()) fs::remove(journal);  // every run finished: nothing left to resume
   return finished;
 }
 

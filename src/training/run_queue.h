@@ -32,7 +32,23 @@ struct FinishedRun {
 // queue and is rethrown once the running runs end. `progress` (may be empty;
 // called under a lock) gets one line per finished run: "[k/n] label: test
 // accuracy 97.12%, 12.3 s" (or the final loss for models without accuracy).
+//
+// Resuming: with a `journal` path (the experiments and the study give
+// RUNS/queue.json), the queue writes there, before training, every run's
+// directory and configuration, and removes the journal when every run has
+// finished. A queue started while the same journal is there (the previous
+// attempt was killed) keeps each run whose summary.json (written last,
+// atomically) holds its configuration, and trains the others again from
+// their start; a kept run's wall_seconds is 0. Since runs are seeded and
+// share nothing, the directories are then byte-identical to an uninterrupted
+// queue's. Without a journal, or with another queue's, every run directory
+// is replaced.
 std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size_t jobs,
-                                   const std::function<void(const std::string&)>& progress = {});
+                                   const std::function<void(const std::string&)>& progress = {},
+                                   const std::filesystem::path& journal = {});
+
+// Whether run_queue(runs, ..., journal) would resume: the journal of this very queue is there. Callers
+// that clear their output before queueing must not when this is true.
+bool queue_resumes(const std::vector<QueuedRun>& runs, const std::filesystem::path& journal);
 
 }  // namespace mpverify::training
