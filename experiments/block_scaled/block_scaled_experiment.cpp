@@ -380,7 +380,6 @@ void train_runs(const BlockScaledConfig& c, const Say& say) {
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
     return cost_rank(a.model, a.recipe) < cost_rank(b.model, b.recipe);
   });
-  for (const char* model : kModels) fs::remove_all(c.runs / model);
   say(std::to_string(jobs.size()) + " runs (2 models x " + std::to_string(block_scaled_recipes().size()) +
       " recipes x " + std::to_string(c.seeds) + " seeds), " + std::to_string(std::min(c.jobs, jobs.size())) +
       " at a time, into " + c.runs.string());
@@ -393,7 +392,11 @@ void train_runs(const BlockScaledConfig& c, const Say& say) {
     q.label = job.model + " " + side + " seed " + std::to_string(job.seed);
     queue.push_back(std::move(q));
   }
-  (void)training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); });
+  const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
+  if (training::queue_resumes(queue, journal)) say("resuming the interrupted runs in " + c.runs.string());
+  else
+    for (const char* model : kModels) fs::remove_all(c.runs / model);
+  (void)training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal);
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   for (const char* model : kModels)

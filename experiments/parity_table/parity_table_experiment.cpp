@@ -208,7 +208,8 @@ std::string interval_level(const ParityTableConfig& c) { return general(100 * (1
 
 std::string model_title(const ParityTableConfig& c) { return c.model == "cnn" ? "CNN" : "MLP"; }
 
-// Trains every run (replacing the sides' directories) into result.runs, the slowest recipes first.
+// Trains every run (replacing the sides' directories, unless an interrupted queue resumes) into result.runs,
+// the slowest recipes first.
 void train_runs(const ParityTableConfig& c, const std::vector<Side>& sides, ParityTableResult& result, const Say& say) {
   struct Job {
     const Side* side;
@@ -219,7 +220,6 @@ void train_runs(const ParityTableConfig& c, const std::vector<Side>& sides, Pari
     for (const Side& side : sides) jobs.push_back({&side, s});
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const Job& a, const Job& b) { return cost_rank(a.side->recipe) < cost_rank(b.side->recipe); });
-  for (const Side& side : sides) fs::remove_all(c.runs / side.name);
   say(std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x " +
       std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
       std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.runs.string());
@@ -230,8 +230,12 @@ void train_runs(const ParityTableConfig& c, const std::vector<Side>& sides, Pari
     q.label = job.side->name + " seed " + std::to_string(job.seed);
     queue.push_back(std::move(q));
   }
+  const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
+  if (training::queue_resumes(queue, journal)) say("resuming the interrupted runs in " + c.runs.string());
+  else
+    for (const Side& side : sides) fs::remove_all(c.runs / side.name);
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); });
+      training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal);
   for (std::size_t i = 0; i < jobs.size(); ++i)
     result.runs.push_back({jobs[i].side->name, jobs[i].seed, finished[i].wall_seconds, finished[i].summary});
 }

@@ -235,12 +235,11 @@ std::vector<Run> plan_runs(const SwampingConfig& c) {
   return runs;
 }
 
-// Trains every run (replacing the sweep's directories), writes each run's
+// Trains every run (replacing the sweep's directories, unless an interrupted queue resumes: every run
+// here has a census observer, so all are trained again), writes each run's
 // census.json and each side's ensemble manifest, as `train --seeds` does.
 std::vector<training::FinishedRun> train_runs(const SwampingConfig& c, std::vector<Run>& runs, const Say& say) {
   const std::vector<Side>& sides = sweep_sides();
-  for (double lr : c.learning_rates) fs::remove_all(c.runs / learning_rate_directory(lr));
-  fs::remove_all(c.runs / "diagnosis");
   std::vector<training::QueuedRun> queue;
   for (const Run& r : runs) {
     training::QueuedRun q;
@@ -255,8 +254,15 @@ std::vector<training::FinishedRun> train_runs(const SwampingConfig& c, std::vect
   }
   say("swamping: " + std::to_string(queue.size()) + " runs, " + std::to_string(std::min(c.jobs, queue.size())) +
       " at a time, into " + c.runs.string());
+  const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
+  if (training::queue_resumes(queue, journal)) {
+    say("swamping: resuming the interrupted runs in " + c.runs.string());
+  } else {
+    for (double lr : c.learning_rates) fs::remove_all(c.runs / learning_rate_directory(lr));
+    fs::remove_all(c.runs / "diagnosis");
+  }
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("swamping: " + line); });
+      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("swamping: " + line); }, journal);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     runs[i].summary = finished[i].summary;
     record::write_file_atomically(runs[i].dir / "census.json", census_json(*runs[i].census).dump(1) + "\n");

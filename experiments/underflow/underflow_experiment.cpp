@@ -250,15 +250,12 @@ struct TrainedRuns {
   std::vector<training::FinishedRun> finished;
 };
 
-// Trains every run (replacing their directories). The runs: the slow ones
+// Trains every run (replacing their directories, unless an interrupted queue resumes). The runs: the slow ones
 // (emulator, recorders on) first; the fp32 seed-1 runs feed the censuses.
 TrainedRuns train_runs(const UnderflowConfig& c, const std::vector<std::string>& side_names,
                        GradientCensus& cnn_census, GradientCensus& gan_census, const Say& say) {
   TrainedRuns trained;
   std::vector<training::QueuedRun>& queue = trained.queue;
-  for (const std::string& n : side_names) fs::remove_all(c.runs / n);
-  fs::remove_all(c.runs / baseline_name);
-  fs::remove_all(c.runs / "dcgan-fp32-ref");
   for (std::uint64_t seed = 1; seed <= c.seeds; ++seed) {
     for (std::size_t k = 0; k < c.scales.size(); ++k) {
       training::QueuedRun q{candidate_config(c, c.scales[k]), {}, {}};
@@ -285,9 +282,17 @@ TrainedRuns train_runs(const UnderflowConfig& c, const std::vector<std::string>&
     q.config.extra_observer = &gan_census;
     queue.push_back(std::move(q));
   }
+  const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
+  if (training::queue_resumes(queue, journal)) {
+    say("resuming the interrupted runs in " + c.runs.string());
+  } else {
+    for (const std::string& n : side_names) fs::remove_all(c.runs / n);
+    fs::remove_all(c.runs / baseline_name);
+    fs::remove_all(c.runs / "dcgan-fp32-ref");
+  }
   say(cat(std::to_string(queue.size()), " runs, ", std::to_string(std::min(c.jobs, queue.size())), " at a time, into ",
           c.runs.string()));
-  trained.finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); });
+  trained.finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal);
   return trained;
 }
 

@@ -86,7 +86,8 @@ std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size
   const json plan = queue_plan(runs);
   std::vector<bool> keep(runs.size(), false);
   if (journal_matches(journal, plan)) {
-    for (std::size_t i = 0; i < runs.size(); ++i) keep[i] = finished_earlier(plan[i]);
+    // A run with an extra observer (a census) is trained again: its observer must see the training.
+    for (std::size_t i = 0; i < runs.size(); ++i) keep[i] = !runs[i].config.extra_observer && finished_earlier(plan[i]);
   } else if (!journal.empty()) {
     fs::create_directories(journal.parent_path());
     record::write_file_atomically(journal, plan.dump(1) + "\n");

@@ -39,7 +39,8 @@ struct FinishedRun {
 // finished. A queue started while the same journal is there (the previous
 // attempt was killed) keeps each run whose summary.json (written last,
 // atomically) holds its configuration, and trains the others again from
-// their start; a kept run's wall_seconds is 0. Since runs are seeded and
+// their start (and every run with an extra_observer, which must see its
+// training); a kept run's wall_seconds is 0. Since runs are seeded and
 // share nothing, the directories are then byte-identical to an uninterrupted
 // queue's. Without a journal, or with another queue's, every run directory
 // is replaced.
