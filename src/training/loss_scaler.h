@@ -94,8 +94,12 @@
 // amax-driven strategy reads 0 and 1 as amaxes. See training/scaler_replay.h;
 // CSV, JSON lines, run directories and framework logs: training/trace_reader.h.
 //
-// With several optimizers PyTorch skips per optimizer but updates the scale
-// from their sum; a trace holds one flag per step, i.e. one optimizer.
+// A trace with an optimizer column replays one independent instance per
+// optimizer name (a GAN with a GradScaler per player, apex's per-loss
+// scalers). One torch GradScaler shared by several optimizers (it skips per
+// optimizer but updates the scale once from their sum) is not modelled.
+// With an amax column the found_inf-driven strategies decide overflow from
+// it at their own scale (training/scaler_replay.h, training/scaled_range.h).
 #pragma once
 
 #include <cstdint>
