@@ -26,9 +26,9 @@ std::string count_text(const std::optional<std::size_t>& n) { return n ? std::to
 // The first line of the text: where the found_inf-driven strategies' overflow came from.
 std::string mode_line(const training::ReplayMode& mode) {
   if (mode.overflow_from == training::OverflowSource::amax)
-    return "overflow: decided from each step's gradient amax at each strategy's own scale (" +
+    return "fp16/bf16 strategies' overflow: decided from each step's gradient amax at each strategy's own scale (" +
            training::grad_format_name(mode.grad_format) + " gradients)\n";
-  return "overflow: the recorded found_inf flags\n";
+  return "fp16/bf16 strategies' overflow: the recorded found_inf flags\n";
 }
 
 std::string table(const ReplayResults& results) {

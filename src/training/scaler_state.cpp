@@ -112,7 +112,7 @@ std::unique_ptr<Scaler> deepspeed(const std::string& name, const ScalerOptions& 
     bad(name, "state field 'cur_hysteresis': FP16_Optimizer (deepspeed.optimizer=fp16) has no hysteresis");
   const auto iteration = f.counter("cur_iter", 0);
   const auto last = f.counter("last_overflow_iter", -1);
-  const auto h = f.counter("cur_hysteresis", 0);
+  const auto h = f.counter("cur_hysteresis", 1);
   const std::int64_t it = iteration.value_or(d.iteration()), lo = last.value_or(d.last_overflow_iteration());
   if (lo >= it) bad(name, "state: last_overflow_iter (" + std::to_string(lo) + ") must be below cur_iter (" +
                               std::to_string(it) + "): cur_iter counts the updates done");
