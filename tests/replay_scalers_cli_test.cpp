@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 #include <string>
@@ -316,6 +318,267 @@ TEST(ReplayScalersCli, TraceAndCheckErrorsExit2WithNoOutput) {
   const auto named = run_command(replay("--trace - --strategies delayed"), "step,found_inf\n0,1\n", true);
   EXPECT_NE(named.out.find("line 2"), std::string::npos) << named.out;
   EXPECT_NE(named.out.find("amax"), std::string::npos) << named.out;
+}
+
+// --- amax-decided overflow, FP8 counts, optimizers, saved states, --plot ------------------
+
+std::string temp_file(const std::string& content) {
+  char path[] = "/tmp/mpverify-replay-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "";
+  close(fd);
+  std::ofstream(path) << content;
+  return path;
+}
+
+// amax 0.5 every step, fp16: 0.5 x 2^18 = 131072 and 0.5 x 2^17 = 65536 are
+// at or above 65520 (they round past 65504), 0.5 x 2^16 = 32768 fits. torch
+// from 2^18 skips steps 0 and 1; static 2^16 (skip=true) skips nothing; in
+// bf16 nothing overflows. Step 3's inf amax overflows at every scale.
+TEST(ReplayScalersCli, AmaxColumnDecidesOverflowAtEachStrategysScale) {
+  const std::string csv = "step,amax\n0,0.5\n1,0.5\n2,0.5\n3,inf\n";
+  const std::string args = "--trace - --strategies torch,static --strategy-opt torch.init=2^18 "
+                           "--strategy-opt static.scale=2^16 --strategy-opt static.skip=true --json";
+  const auto r = run_command(replay(args), csv);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["overflow_from"], "amax");
+  EXPECT_EQ(j["grad_format"], "fp16");
+  const double torch_scales[] = {0x1p18, 0x1p17, 0x1p16, 0x1p16};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(j["torch"][k]["scale"].get<double>(), torch_scales[k]) << k;
+    EXPECT_EQ(j["torch"][k]["skipped"].get<bool>(), k != 2) << k;
+    EXPECT_EQ(j["static"][k]["skipped"].get<bool>(), k == 3) << k;
+  }
+  EXPECT_EQ(j["summary"]["torch"]["overflow_steps"], 3);
+  EXPECT_EQ(j["summary"]["static"]["overflow_steps"], 1);
+  EXPECT_EQ(j["summary"]["torch"]["overflow_format"], "fp16");
+  const auto bf16 = nlohmann::json::parse(run_command(replay(args + " --grad-format bf16"), csv).out);
+  EXPECT_EQ(bf16["grad_format"], "bf16");
+  EXPECT_EQ(bf16["summary"]["torch"]["skipped_steps"], 1);  // only the inf
+  // The text says which mode it used.
+  const auto text = run_command(replay("--trace - --strategies torch"), csv);
+  EXPECT_NE(text.out.find("gradient amax"), std::string::npos) << text.out;
+  // Bare lines are recorded flags.
+  const auto flags = nlohmann::json::parse(run_command(replay("--trace - --strategies torch --json"), "0\n1\n").out);
+  EXPECT_EQ(flags["overflow_from"], "found_inf");
+  EXPECT_TRUE(flags["grad_format"].is_null());
+  EXPECT_EQ(run_command(replay("--trace - --strategies torch"), "0\n1\n").out.find("gradient amax"),
+            std::string::npos);
+  // --overflow-from found_inf needs the column; bad values are refused.
+  for (const char* bad : {" --overflow-from found_inf", " --grad-format fp8", " --overflow-from max"}) {
+    const auto e = run_command(replay(args + bad), csv);
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_EQ(e.out, "") << bad;
+  }
+}
+
+// delayed, history 16: amaxes 1 1 1 1 100 1 1 1. The scale becomes 448 after
+// step 0; step 4 runs with it: 100 x 448 = 44800 overflows E4M3 (max 448).
+// From an amin column: current scaling at amax 448 runs with s = 1, and an
+// amin of 2^-12 rounds to 0 in E4M3 (below 2^-10, half its smallest subnormal).
+TEST(ReplayScalersCli, Fp8OverflowAndUnderflowCounts) {
+  const auto r = run_command(replay("--trace - --strategies delayed,current --strategy-opt delayed.history=16 --json"),
+                             "1\n1\n1\n1\n100\n1\n1\n1\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["summary"]["delayed"]["overflow_steps"], 1);
+  EXPECT_TRUE(j["delayed"][4]["overflow"].get<bool>());
+  EXPECT_EQ(j["summary"]["delayed"]["overflow_format"], "fp8-e4m3");
+  EXPECT_EQ(j["summary"]["current"]["overflow_steps"], 0);
+  EXPECT_TRUE(j["summary"]["current"]["underflow_steps"].is_null());  // no amin column
+  const auto e5m2 = nlohmann::json::parse(
+      run_command(replay("--trace - --strategies delayed --strategy-opt delayed.fp8=e5m2 --json"), "1\n100\n").out);
+  // 100 x 57344 = 5734400 overflows E5M2 too.
+  EXPECT_EQ(e5m2["summary"]["delayed"]["overflow_steps"], 1);
+  EXPECT_EQ(e5m2["summary"]["delayed"]["overflow_format"], "fp8-e5m2");
+  const auto amin = run_command(replay("--trace - --strategies current --json"),
+                                "amax,amin\n448,0.000244140625\n448,0.001953125\n");
+  const auto a = nlohmann::json::parse(amin.out);
+  EXPECT_EQ(a["summary"]["current"]["underflow_steps"], 1);
+  EXPECT_TRUE(a["current"][0]["underflow"].get<bool>());
+  EXPECT_FALSE(a["current"][1]["underflow"].get<bool>());
+  const auto text = run_command(replay("--trace - --strategies delayed --strategy-opt delayed.history=16"),
+                                "1\n1\n1\n1\n100\n");
+  EXPECT_NE(text.out.find("fp8-e4m3"), std::string::npos) << text.out;
+}
+
+// A GAN's two optimizers, one torch scaler each (init 4, interval 2). D: 0 1
+// 0 -> 4, 4 (skipped, to 2), 2. G: 0 0 0 -> 4, 4 (grows after), 8.
+TEST(ReplayScalersCli, OneScalerPerOptimizer) {
+  const std::string csv = "step,optimizer,found_inf\n0,D,0\n0,G,0\n1,D,1\n1,G,0\n2,D,0\n2,G,0\n";
+  const std::string opts = " --strategy-opt torch.init=4 --strategy-opt torch.interval=2";
+  const auto r = run_command(replay("--trace - --strategies torch,none --json" + opts), csv);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["optimizers"], nlohmann::json::array({"D", "G"}));
+  const double d[] = {4, 4, 2}, g[] = {4, 4, 8};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(j["torch"]["D"][k]["scale"].get<double>(), d[k]) << k;
+    EXPECT_EQ(j["torch"]["G"][k]["scale"].get<double>(), g[k]) << k;
+    EXPECT_EQ(j["torch"]["D"][k]["skipped"].get<bool>(), k == 1) << k;
+    EXPECT_EQ(j["torch"]["D"][k]["trace_step"], k);
+  }
+  EXPECT_EQ(j["summary"]["torch"]["G"]["final_scale"].get<double>(), 8.0);
+  EXPECT_EQ(j["summary"]["torch"]["D"]["skipped_steps"], 1);
+  EXPECT_EQ(j["summary"]["none"]["D"]["overflow_steps"], 1);
+  const auto text = run_command(replay("--trace - --strategies torch" + opts), csv);
+  EXPECT_NE(text.out.find("torch/G"), std::string::npos) << text.out;
+  // --optimizer keeps one; --check needs it.
+  const auto only = nlohmann::json::parse(run_command(replay("--trace - --strategies torch --json --optimizer G" + opts), csv).out);
+  EXPECT_EQ(only["optimizers"], nlohmann::json::array({"G"}));
+  EXPECT_FALSE(only["torch"].contains("D"));
+  for (const std::string bad : {"--trace - --check torch", "--trace - --strategies torch --optimizer E"}) {
+    const auto e = run_command(replay(bad + opts), csv, true);
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_NE(e.out.find("D, G"), std::string::npos) << e.out;
+  }
+  // A row without a name among named ones.
+  const auto unnamed = run_command(replay("--trace - --strategies torch"), "optimizer,found_inf\nD,0\n,1\n", true);
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.out.find("line 3"), std::string::npos) << unnamed.out;
+}
+
+struct Lane {
+  std::vector<double> scales;
+  std::vector<bool> skipped;
+};
+
+Lane lane_of(const std::string& out, const std::string& strategy) {
+  Lane l;
+  const auto j = nlohmann::json::parse(out);
+  for (const auto& step : j[strategy]) {
+    l.scales.push_back(step["scale"].get<double>());
+    l.skipped.push_back(step["skipped"].get<bool>());
+  }
+  return l;
+}
+
+// A replay from the saved state after `prefix` steps equals the tail of the
+// replay from the start, and the hand-worked scales below.
+void expect_tail(const std::string& strategy, const std::string& opts, const std::string& flags, std::size_t prefix,
+                 const std::string& state, const std::vector<double>& tail_scales) {
+  std::string tail_flags;
+  std::size_t line = 0;
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    if (line >= prefix) tail_flags += flags[i];
+    if (flags[i] == '\n') ++line;
+  }
+  const auto full = run_command(replay("--trace - --json --strategies " + strategy + opts), flags);
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  const std::string path = temp_file(state);
+  const auto tail = run_command(replay("--trace - --json --strategies " + strategy + " --initial-state " + path + opts),
+                                tail_flags);
+  std::remove(path.c_str());
+  ASSERT_EQ(tail.exit_code, 0) << tail.out;
+  const Lane f = lane_of(full.out, strategy), t = lane_of(tail.out, strategy);
+  ASSERT_EQ(t.scales.size() + prefix, f.scales.size());
+  for (std::size_t k = 0; k < t.scales.size(); ++k) {
+    EXPECT_EQ(t.scales[k], f.scales[prefix + k]) << strategy << " tail step " << k;
+    EXPECT_EQ(t.skipped[k], f.skipped[prefix + k]) << strategy << " tail step " << k;
+    EXPECT_EQ(t.scales[k], tail_scales[k]) << strategy << " tail step " << k;
+  }
+}
+
+// torch (ATen's _amp_update_scale_), interval 3, from 4: flags 0 0 1 0 0 |
+// 0 0 0 1 0. After the prefix: scale 2 (backed off at step 2), tracker 2
+// (steps 3, 4). Step 5 makes it 3 = interval: the scale grows to 4. Without
+// the tracker the growth would wait until step 7.
+TEST(ReplayScalersCli, InitialStateTorchEqualsTheTailOfALongerReplay) {
+  expect_tail("torch", " --strategy-opt torch.init=4 --strategy-opt torch.interval=3",
+              "0\n0\n1\n0\n0\n0\n0\n0\n1\n0\n", 5,
+              R"({"torch": {"scale": 2.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 3,
+                  "_growth_tracker": 2}})",
+              {2, 4, 4, 4, 2});
+}
+
+// Megatron (grad_scaler.py update()), init 16, interval 2, hysteresis 2:
+// flags 1 0 1 0 0 1 | 1 0 0 1. Step 0 takes h to 1, step 2 to 0 (scale 8),
+// steps 3-4 grow it back to 16 (h = 2), step 5 takes h to 1. From that state
+// step 6 backs off to 8; steps 7-8 grow to 16; step 9 takes h to 1.
+TEST(ReplayScalersCli, InitialStateMegatronEqualsTheTailOfALongerReplay) {
+  expect_tail("megatron",
+              " --strategy-opt megatron.init=16 --strategy-opt megatron.interval=2 --strategy-opt megatron.hysteresis=2",
+              "1\n0\n1\n0\n0\n1\n1\n0\n0\n1\n", 6,
+              R"({"megatron": {"scale": [16.0], "growth_tracker": 0, "hysteresis_tracker": 1}})", {16, 8, 8, 16});
+}
+
+// DeepSpeed's DynamicLossScaler (zero), init 16, window 3, hysteresis 2.
+// Flags 0 0 1 0 | 0 0 1 0: step 2 takes h to 1 (last overflow 2); the state
+// after step 3 is cur_iter 4, last_overflow_iter 2, cur_hysteresis 1. Step 5
+// has (5 - 2) % 3 == 0: the scale grows to 32 (h back to 2); step 6 takes h to 1.
+// Then flags 0 0 1 | 1 0: the state after step 2 (cur_iter 3, last 2, h 1);
+// step 3 overflows with h = 1: the scale halves to 8.
+TEST(ReplayScalersCli, InitialStateDeepSpeedEqualsTheTailOfALongerReplay) {
+  const std::string opts =
+      " --strategy-opt deepspeed.init=16 --strategy-opt deepspeed.interval=3 --strategy-opt deepspeed.hysteresis=2";
+  expect_tail("deepspeed", opts, "0\n0\n1\n0\n0\n0\n1\n0\n", 4,
+              R"({"deepspeed": {"cur_scale": 16.0, "cur_iter": 4, "last_overflow_iter": 2, "cur_hysteresis": 1}})",
+              {16, 16, 32, 32});
+  expect_tail("deepspeed", opts, "0\n0\n1\n1\n0\n", 3,
+              R"({"deepspeed": {"cur_scale": 16.0, "cur_iter": 3, "last_overflow_iter": 2, "cur_hysteresis": 1}})",
+              {16, 8});
+}
+
+TEST(ReplayScalersCli, InitialStateErrorsExit2WithNoOutput) {
+  for (const std::string state :
+       {R"({"torch": {"scale": 2, "growth_tracker": 1}})",  // Megatron's name, not torch's
+        R"({"apex": {"scale": 2}})",                       // not replayed
+        R"({"torch": {"scale": -2}})", R"({"torch": {"_growth_tracker": 1.5}})", R"([1, 2])",
+        R"({"deepspeed": {"cur_iter": 2, "last_overflow_iter": 2}})"}) {
+    const std::string path = temp_file(state);
+    const auto r = run_command(replay("--trace - --strategies torch,deepspeed --initial-state " + path), "0\n");
+    std::remove(path.c_str());
+    EXPECT_EQ(r.exit_code, 2) << state;
+    EXPECT_EQ(r.out, "") << state;
+  }
+  const std::string path = temp_file(R"({"fairseq": {"scale": 2}})");
+  const auto named = run_command(replay("--trace - --strategies fairseq --initial-state " + path), "0\n", true);
+  std::remove(path.c_str());
+  EXPECT_NE(named.out.find("strategies with a state: torch, nemo, megatron, deepspeed"), std::string::npos)
+      << named.out;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// --plot: one polyline per strategy (every scale drawable), a cross at each
+// skipped step, on the geometry svg_line_chart.h documents.
+TEST(ReplayScalersCli, PlotDrawsEachStrategyAndMarksSkippedSteps) {
+  const std::string dir = temp_dir();
+  const std::string svg = dir + "/scales.svg";
+  // torch and apex from 4: 4, 4 (S), 2, 2. deepspeed (zero, hysteresis 2)
+  // from 4 keeps 4 (the overflow only lowers h) but skips step 1 as well.
+  const auto r = run_command(replay("--trace - --strategies torch,deepspeed,apex --strategy-opt torch.init=4 "
+                                    "--strategy-opt deepspeed.init=4 --strategy-opt apex.init=4 --plot " + svg),
+                             "0\n1\n0\n0\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(count(text, "<polyline"), 3u);
+  EXPECT_EQ(count(text, "class=\"mark\""), 3u);
+  EXPECT_NE(text.find("<title>torch</title>"), std::string::npos);
+  // Where step 1 at scale 4 lands: x over [0, 3] padded by 5%, log2 y over
+  // [1, 2] (scales 2..4) padded by 5%; the cross is centred there.
+  const double x_lo = 0 - 0.05 * 3, x_hi = 3 + 0.05 * 3, y_lo = 1 - 0.05, y_hi = 2 + 0.05;
+  const double px = 80 + (1 - x_lo) / (x_hi - x_lo) * 780, py = 40 + 240 - (2 - y_lo) / (y_hi - y_lo) * 240;
+  char start[64];
+  std::snprintf(start, sizeof start, "M%.2f,%.2f", px - 4, py - 4);
+  EXPECT_NE(text.find(start), std::string::npos) << start << "\n" << text;
+  // Bad input: no file, no output. A path that cannot be written: exit 2.
+  std::filesystem::remove(svg);
+  const auto bad = run_command(replay("--trace - --strategies torch --plot " + svg), "0\nx\n");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(svg));
+  const std::string file = temp_file("a file");
+  const auto unwritable = run_command(replay("--trace - --strategies torch --plot " + file + "/scales.svg"), "0\n");
+  EXPECT_EQ(unwritable.exit_code, 2);
+  EXPECT_EQ(unwritable.out, "");
+  std::remove(file.c_str());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

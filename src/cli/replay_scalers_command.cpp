@@ -1,5 +1,7 @@
 // mpverify replay-scalers --trace FILE (--strategies A,B,... | --check S) [--log-format F]
 //                         [--strategy-opt S.KEY=V]... [--config FILE.json] [--json]
+//                         [--overflow-from auto|amax|found_inf] [--grad-format fp16|bf16]
+//                         [--optimizer NAME] [--initial-state FILE.json] [--plot FILE.svg]
 // One recorded trace (found_inf flags or amax values; the formats are in
 // training/trace_reader.h) fed to several loss-scale strategies, their scale
 // trajectories and skipped steps side by side; or one strategy's rule held
@@ -8,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,9 +19,12 @@
 
 #include "cli/commands.h"
 #include "cli/json_value.h"
+#include "cli/replay_scalers_output.h"
 #include "io/json_text.h"
+#include "report/output_files.h"
 #include "training/loss_scaler.h"
 #include "training/scaler_replay.h"
+#include "training/scaler_state.h"
 #include "training/trace_reader.h"
 
 namespace mpverify::cli {
@@ -65,69 +71,6 @@ std::string scale_text(double v) {
   return ec == std::errc() ? std::string(text, end) : std::string("?");
 }
 
-void print_text(const std::vector<std::string>& names, const std::vector<Replay>& replays, std::size_t steps) {
-  // A cell: the scale used, " S" when skipped, " ABORT" at the abort.
-  auto cell = [&](std::size_t s, std::size_t k) -> std::string {
-    if (k >= replays[s].steps.size()) return "";
-    const auto& r = replays[s].steps[k];
-    return scale_text(r.scale) + (r.aborted ? " ABORT" : r.skipped ? " S" : "");
-  };
-  std::vector<std::size_t> width(names.size());
-  for (std::size_t s = 0; s < names.size(); ++s) {
-    width[s] = std::max<std::size_t>(names[s].size(), 8);
-    for (std::size_t k = 0; k < replays[s].steps.size(); ++k) width[s] = std::max(width[s], cell(s, k).size());
-  }
-  std::string out;
-  auto pad = [](const std::string& text, std::size_t w) {
-    return text + std::string(w - std::min(w, text.size()), ' ');
-  };
-  out += pad("step", 7);
-  for (std::size_t s = 0; s < names.size(); ++s) out += "  " + pad(names[s], width[s]);
-  auto end_line = [&out] {
-    while (out.ends_with(' ')) out.pop_back();
-    out += "\n";
-  };
-  end_line();
-  for (std::size_t k = 0; k < steps; ++k) {
-    out += pad(std::to_string(k), 7);
-    for (std::size_t s = 0; s < names.size(); ++s) out += "  " + pad(cell(s, k), width[s]);
-    end_line();
-  }
-  out += "\nsummary (S = skipped; scale = the scale the step ran with)\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-12s %13s %13s  %-24s %s\n", "strategy", "skipped_steps", "steps_at_min",
-                "final_scale", "aborted_at_step");
-  out += line;
-  for (std::size_t s = 0; s < names.size(); ++s) {
-    const Replay& r = replays[s];
-    std::snprintf(line, sizeof line, "%-12s %13zu %13zu  %-24s %s\n", names[s].c_str(), r.skipped_steps,
-                  r.steps_at_min, scale_text(r.final_scale).c_str(),
-                  r.aborted_at ? std::to_string(*r.aborted_at).c_str() : "-");
-    out += line;
-  }
-  std::cout << out;
-}
-
-void print_json(const std::vector<std::string>& names, const std::vector<Replay>& replays) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object(), summary = nlohmann::ordered_json::object();
-  for (std::size_t s = 0; s < names.size(); ++s) {
-    const Replay& r = replays[s];
-    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-    for (const auto& step : r.steps) {
-      nlohmann::ordered_json j{{"step", step.step}, {"scale", json_number(step.scale)}, {"skipped", step.skipped}};
-      if (step.aborted) j["aborted"] = true;
-      steps.push_back(std::move(j));
-    }
-    out[names[s]] = std::move(steps);
-    summary[names[s]] = {{"skipped_steps", r.skipped_steps},
-                         {"steps_at_min", r.steps_at_min},
-                         {"final_scale", json_number(r.final_scale)},
-                         {"aborted_at_step", r.aborted_at ? nlohmann::ordered_json(*r.aborted_at) : nullptr}};
-  }
-  out["summary"] = std::move(summary);
-  std::cout << out.dump(2) << "\n";
-}
-
 // Exit status when some strategy stopped the run; the full output is printed.
 constexpr int kExitAborted = 3;
 
@@ -135,6 +78,7 @@ struct ReplayOptions {
   std::string trace, strategies, config, check, log_format = "auto";
   std::vector<std::string> strategy_opts;
   bool json = false;
+  std::string grad_format = "fp16", overflow_from = "auto", optimizer, initial_state, plot;
 };
 
 // --config, then --strategy-opt, each key refused unless its strategy is named.
@@ -198,10 +142,10 @@ std::string step_name(const training::TraceStep& t, std::size_t index) {
 
 // --check: exit 1 at the first step whose recorded scale the rule does not give.
 int run_check(const std::string& name, training::Scaler& scaler, const training::ReadTrace& trace,
-              const ReplayOptions& o) {
+              const ReplayOptions& o, const training::ReplayMode& mode) {
   training::CheckResult c;
   try {
-    c = training::check_trace(scaler, trace.steps, name);
+    c = training::check_trace(scaler, trace.steps, name, mode);
   } catch (const training::TraceError& e) {
     throw UsageError("--trace " + o.trace + ": " + e.what());
   }
@@ -211,6 +155,7 @@ int run_check(const std::string& name, training::Scaler& scaler, const training:
                              {"format", training::trace_format_name(trace.format)},
                              {"steps", c.steps},
                              {"steps_compared", c.steps_compared},
+                             {"overflow_from", mode.overflow_from == training::OverflowSource::amax ? "amax" : "found_inf"},
                              {"agrees", !d.has_value()}};
     if (d) {
       j["first_difference"] = {{"index", d->index},
@@ -237,32 +182,140 @@ int run_check(const std::string& name, training::Scaler& scaler, const training:
   return d ? 1 : 0;
 }
 
+// --overflow-from and --grad-format; auto reads amax when the trace has an amax column.
+training::ReplayMode replay_mode(const ReplayOptions& o, const training::ReadTrace& trace) {
+  training::ReplayMode mode;
+  const auto format = training::parse_grad_format(o.grad_format);
+  if (!format) throw UsageError("--grad-format: '" + o.grad_format + "' is not a gradient format (fp16, bf16)");
+  mode.grad_format = *format;
+  if (o.overflow_from == "auto") mode.overflow_from = training::default_overflow_source(trace.steps);
+  else if (o.overflow_from == "amax") mode.overflow_from = training::OverflowSource::amax;
+  else if (o.overflow_from == "found_inf") mode.overflow_from = training::OverflowSource::found_inf;
+  else throw UsageError("--overflow-from: '" + o.overflow_from + "' is not auto, amax or found_inf");
+  return mode;
+}
+
+// The trace's rows per optimizer; with --optimizer, only that one's.
+std::vector<std::pair<std::string, std::vector<training::TraceStep>>> optimizer_groups(
+    const ReplayOptions& o, const training::ReadTrace& trace) {
+  auto groups = training::split_by_optimizer(trace.steps);
+  std::string known;
+  for (const auto& g : groups) known += (known.empty() ? "" : ", ") + g.first;
+  if (!o.optimizer.empty()) {
+    const auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == o.optimizer; });
+    if (it == groups.end() || it->first.empty())
+      throw UsageError("--optimizer " + o.optimizer + ": the trace has no rows of it (" +
+                       (groups.front().first.empty() ? std::string("it has no optimizer column")
+                                                      : "its optimizers: " + known) + ")");
+    return {*it};
+  }
+  if (!o.check.empty() && groups.size() > 1)
+    throw UsageError("--check holds one scale trajectory against a rule, and the trace has " +
+                     std::to_string(groups.size()) + " optimizers (" + known + "): name one with --optimizer");
+  return groups;
+}
+
+// --initial-state: {"torch": {...state_dict...}, "torch/D": {...}, ...}; a key
+// "STRATEGY/OPTIMIZER" is that optimizer's, "STRATEGY" every optimizer's.
+nlohmann::json read_states(const ReplayOptions& o, const std::vector<std::string>& names) {
+  if (o.initial_state.empty()) return nlohmann::json::object();
+  nlohmann::json j;
+  try {
+    j = io::read_json_file(o.initial_state);
+  } catch (const std::runtime_error& e) {
+    throw UsageError("--initial-state: " + std::string(e.what()));
+  }
+  if (!j.is_object())
+    throw UsageError("--initial-state " + o.initial_state +
+                     ": expected an object of saved states, e.g. {\"torch\": {\"scale\": 65536, \"_growth_tracker\": 3}}");
+  for (const auto& [key, state] : j.items()) {
+    const std::string strategy = key.substr(0, key.find('/'));
+    if (std::find(names.begin(), names.end(), strategy) == names.end())
+      throw UsageError("--initial-state " + o.initial_state + ": a state for '" + key + "', and '" + strategy +
+                       "' is not replayed (its key is STRATEGY or STRATEGY/OPTIMIZER)");
+  }
+  return j;
+}
+
+// One strategy's instance for one optimizer: from its saved state, if the file gives one.
+std::unique_ptr<training::Scaler> lane_scaler(const std::string& name, const std::string& optimizer,
+                                              const std::map<std::string, training::ScalerOptions>& options,
+                                              const nlohmann::json& states) {
+  const auto it = options.find(name);
+  const training::ScalerOptions keys = it == options.end() ? training::ScalerOptions{} : it->second;
+  const std::string own = optimizer.empty() ? name : name + "/" + optimizer;
+  const nlohmann::json* state = states.contains(own) ? &states[own] : states.contains(name) ? &states[name] : nullptr;
+  try {
+    return state ? training::make_scaler_from_state(name, keys, *state) : training::make_scaler(name, keys);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(state ? "--initial-state: " : "") + e.what());
+  }
+}
+
+std::vector<ReplayLane> replay_lanes(const ReplayOptions& o, const std::vector<std::string>& names,
+                                     const std::map<std::string, training::ScalerOptions>& options,
+                                     const std::vector<std::pair<std::string, std::vector<training::TraceStep>>>& groups,
+                                     const training::ReplayMode& mode) {
+  const nlohmann::json states = read_states(o, names);
+  std::vector<ReplayLane> lanes;
+  for (const auto& name : names)
+    for (const auto& [optimizer, steps] : groups) {
+      // One independent instance per optimizer: each keeps its own scale.
+      auto scaler = lane_scaler(name, optimizer, options, states);
+      try {
+        lanes.push_back({name, optimizer, training::replay(*scaler, steps, name, mode)});
+      } catch (const training::TraceError& e) {
+        throw UsageError("--trace " + o.trace + ": " + e.what());
+      }
+    }
+  return lanes;
+}
+
+// The SVG is written (atomically: a temporary file renamed) before anything is printed.
+void write_plot(const std::string& path, const ReplayResults& results) {
+  std::vector<std::filesystem::path> written;
+  try {
+    report::write_output(path, replay_svg(results), written);
+  } catch (const std::exception& e) {
+    throw UsageError("--plot " + path + ": cannot write it (" + e.what() + "); give a writable path");
+  }
+}
+
 int run(const ReplayOptions& o) {
   if (o.check.empty() == o.strategies.empty())
     throw UsageError(o.check.empty() ? "name the strategies to replay (--strategies A,B) or one to check (--check S)"
                                      : "--check holds one strategy against the trace: give it without --strategies");
+  if (!o.check.empty() && !o.plot.empty()) throw UsageError("--plot draws a replay: give it with --strategies");
   const std::vector<std::string> names = o.check.empty() ? split_names(o.strategies) : std::vector{o.check};
   const auto options = strategy_options(o, names);
-  auto scalers = make_scalers(names, options);
+  make_scalers(names, options);  // refuses bad keys before the trace is read
 
   // Everything is read and replayed before anything is printed, so a
   // malformed line leaves standard output empty.
-  const training::ReadTrace trace = read_trace(o);
-  if (!o.check.empty()) return run_check(names[0], *scalers[0], trace, o);
-  std::vector<Replay> replays;
+  training::ReadTrace trace = read_trace(o);
+  const training::ReplayMode mode = replay_mode(o, trace);
+  std::vector<std::pair<std::string, std::vector<training::TraceStep>>> groups;
   try {
-    for (std::size_t s = 0; s < names.size(); ++s)
-      replays.push_back(training::replay(*scalers[s], trace.steps, names[s]));
+    groups = optimizer_groups(o, trace);
   } catch (const training::TraceError& e) {
     throw UsageError("--trace " + o.trace + ": " + e.what());
   }
-  if (o.json)
-    print_json(names, replays);
-  else
-    print_text(names, replays, trace.steps.size());
+  if (!o.check.empty()) {
+    trace.steps = groups.front().second;
+    auto scaler = lane_scaler(names[0], groups.front().first, options, read_states(o, names));
+    return run_check(names[0], *scaler, trace, o, mode);
+  }
+  ReplayResults results;
+  results.mode = mode;
+  if (!groups.front().first.empty())
+    for (const auto& g : groups) results.optimizers.push_back(g.first);
+  results.lanes = replay_lanes(o, names, options, groups, mode);
+  if (!o.plot.empty()) write_plot(o.plot, results);
+  std::cout << (o.json ? replay_json(results) : replay_text(results));
   // A run the framework would have stopped (DeepSpeed's raise at the minimum,
   // fairseq's FloatingPointError) is not a clean replay: scripts see it.
-  const bool aborted = std::any_of(replays.begin(), replays.end(), [](const Replay& r) { return r.aborted_at; });
+  const bool aborted =
+      std::any_of(results.lanes.begin(), results.lanes.end(), [](const ReplayLane& l) { return l.replay.aborted_at; });
   return aborted ? kExitAborted : 0;
 }
 
@@ -282,8 +335,15 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) 
       "against one strategy's rule: exit 1 naming the first step where they differ, 0 when they agree.\n"
       "Trace: one step per line, 0/1 (found_inf) or an amax (a number >= 0, inf, nan) for delayed, current\n"
       "and mxfp8; blank lines and # comments are ignored. Or CSV / JSON lines with the columns step, found_inf,\n"
-      "scale, amax; DeepSpeed's log (steps_per_print=1); Megatron's log (--log-interval 1); a Monitor run\n"
-      "directory (its steps.jsonl). The format is detected unless --log-format names it.\n"
+      "scale, amax, amin, optimizer; DeepSpeed's log (steps_per_print=1); Megatron's log (--log-interval 1);\n"
+      "a Monitor run directory (its steps.jsonl). The format is detected unless --log-format names it.\n"
+      "With an amax column (the unscaled gradient's max |x|) the fp16/bf16 strategies decide each step's\n"
+      "overflow themselves: amax x their current scale rounded to fp16 (or bf16) overflows, or the amax is\n"
+      "inf/nan; so they skip different steps. delayed, current and mxfp8 count the steps whose amax x scale\n"
+      "overflows their FP8 format (E4M3 448, E5M2 57344) or rounds to 0 there (flushed: the whole tensor), and\n"
+      "with an amin column (the smallest nonzero |x|) the steps where some element flushes (underflow).\n"
+      "An optimizer column (several rows per step: a GAN's D and G, apex's per-loss scalers) replays one\n"
+      "independent scaler per optimizer name; the outputs give each strategy/optimizer.\n"
       "apex is legacy (Apex's amp was removed upstream); deepspeed.optimizer=fp16 is FP16_Optimizer (no ZeRO),\n"
       "zero (the default) DynamicLossScaler; delayed.kernel=bulk (the default, PyTorch's) or per-tensor.\n"
       "Example: mpverify replay-scalers --trace flags.txt --strategies torch,deepspeed,megatron "
@@ -297,6 +357,23 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) 
                   "STRATEGY.KEY=VALUE, repeatable (e.g. deepspeed.hysteresis=2, torch.init=2^16); overrides --config");
   app->add_option("--config", o->config, R"(JSON file: {"STRATEGY": {"KEY": VALUE, ...}, ...})");
   app->add_flag("--json", o->json, "Print JSON: each strategy's steps and a summary, or the check's verdict");
+  app->add_option("--overflow-from", o->overflow_from,
+                  "Where the fp16/bf16 strategies' overflow comes from: amax (each step's unscaled gradient amax x "
+                  "the strategy's own scale, rounded to --grad-format), found_inf (the recorded flag), or auto (the "
+                  "default: amax when the trace has an amax column)");
+  app->add_option("--grad-format", o->grad_format,
+                  "The gradient format an amax-decided overflow is judged in: fp16 (default: overflows from 65520) "
+                  "or bf16");
+  app->add_option("--optimizer", o->optimizer,
+                  "Replay (or --check) only the rows of this optimizer of a trace with an optimizer column");
+  app->add_option("--initial-state", o->initial_state,
+                  "JSON file of saved scaler states to start from, keyed by strategy (or STRATEGY/OPTIMIZER): torch's "
+                  "and NeMo's GradScaler.state_dict() (scale, growth_factor, backoff_factor, growth_interval, "
+                  "_growth_tracker[, _hysteresis_tracker]), Megatron's DynamicGradScaler (scale, growth_tracker, "
+                  "hysteresis_tracker), DeepSpeed's loss scaler (cur_scale, cur_iter, last_overflow_iter, "
+                  "cur_hysteresis)");
+  app->add_option("--plot", o->plot, "Also write an SVG: the scale per step per strategy (log2 axis), skipped "
+                                      "steps marked with a cross");
 
   commands.push_back({app, [o] { return run(*o); }});
 }

@@ -209,6 +209,14 @@ std::string axes(const Frame& f) {
   return svg;
 }
 
+// A marked point: an x-shaped cross, 4 pixels each way.
+std::string cross(double px, double py) {
+  const std::string a = svg_coordinate(px - 4), b = svg_coordinate(px + 4), c = svg_coordinate(py - 4),
+                    d = svg_coordinate(py + 4);
+  return "<path class=\"mark\" d=\"M" + a + "," + c + " L" + b + "," + d + " M" + a + "," + d + " L" + b + "," + c +
+         "\"/>\n";
+}
+
 // Series i: its polylines, then its markers (on every point of a short
 // series, on about a dozen of a long one, offset per series so that the
 // markers of overlapping series do not hide each other).
@@ -238,6 +246,11 @@ std::string series_group(const Frame& f, std::size_t i) {
       if (run.size() == 1 || index % stride == phase) svg += svg_marker(marker_of(i), x, y, colour);
       ++index;
     }
+  for (const auto& [x, y] : s.marked) {
+    const std::optional<double> yy = f.drawn_y(y);
+    if (!std::isfinite(x) || !yy) continue;
+    svg += cross(f.px(x), f.py(*yy));
+  }
   return svg + "</g>\n";
 }
 

@@ -23,7 +23,11 @@
 // series of at most kLineChartAllMarkers drawable points has a marker on
 // each, a longer one on about a dozen evenly spaced points (and a point
 // standing alone always has one). The legend lists the series below the
-// plot, in the order given, each with its line and marker.
+// plot, in the order given, each with its line and marker. A series' marked
+// points (e.g. skipped steps) are drawn as crosses in its colour (element
+// class "mark", a <path> of two strokes centred on the point), whether or not
+// they lie on its line; a series without marked points draws none, so charts
+// that mark nothing are unchanged.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +41,7 @@ struct LineSeries {
   std::string label;
   std::vector<std::pair<double, double>> points;  // (x, y), in the order to connect them
   bool dashed = false;  // a third cue besides colour and marker (e.g. one side of a comparison)
+  std::vector<std::pair<double, double>> marked{};  // (x, y) drawn as crosses; undrawable ones are left out
 };
 
 struct LineChart {

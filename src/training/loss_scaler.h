@@ -94,8 +94,12 @@
 // amax-driven strategy reads 0 and 1 as amaxes. See training/scaler_replay.h;
 // CSV, JSON lines, run directories and framework logs: training/trace_reader.h.
 //
-// With several optimizers PyTorch skips per optimizer but updates the scale
-// from their sum; a trace holds one flag per step, i.e. one optimizer.
+// A trace with an optimizer column replays one independent instance per
+// optimizer name (a GAN with a GradScaler per player, apex's per-loss
+// scalers). One torch GradScaler shared by several optimizers (it skips per
+// optimizer but updates the scale once from their sum) is not modelled.
+// With an amax column the found_inf-driven strategies decide overflow from
+// it at their own scale (training/scaler_replay.h, training/scaled_range.h).
 #pragma once
 
 #include <cstdint>
@@ -138,6 +142,10 @@ class AmaxScaler : public Scaler {
   Drive drive() const final { return Drive::amax; }
   // One step of one tensor whose max |x| is amax (fp32, as the frameworks keep it).
   virtual StepResult step(float amax) = 0;
+  // The FP8 format's largest value (kE4M3Max or kE5M2Max): which format the scale maps into.
+  virtual float fp8_max() const = 0;
+  // true: the scale decodes (x ~ X * element, mxfp8); false: it encodes (element = x * s).
+  virtual bool decodes() const { return false; }
 };
 
 // --- found_inf-driven --------------------------------------------------------------
@@ -169,6 +177,8 @@ class TorchScaler final : public LossScaler {
   double scale() const override { return scale_; }
   double floor() const override { return 0.0; }
   int growth_tracker() const { return tracker_; }
+  // The counter of a saved state (GradScaler.state_dict()'s _growth_tracker).
+  void restore(int growth_tracker) { tracker_ = growth_tracker; }
 
  private:
   TorchConfig config_;
@@ -245,6 +255,12 @@ class DeepSpeedScaler final : public LossScaler {
   std::int64_t iteration() const { return iteration_; }
   std::int64_t last_overflow_iteration() const { return last_overflow_; }
   bool aborted() const { return aborted_; }
+  // A saved state: DynamicLossScaler's cur_iter, last_overflow_iter, cur_hysteresis.
+  void restore(std::int64_t iteration, std::int64_t last_overflow, int hysteresis) {
+    iteration_ = iteration;
+    last_overflow_ = last_overflow;
+    hysteresis_ = hysteresis;
+  }
 
  private:
   DeepSpeedConfig config_;
@@ -275,6 +291,11 @@ class MegatronScaler final : public LossScaler {
   double floor() const override { return min_; }
   int hysteresis() const { return hysteresis_; }
   int growth_tracker() const { return tracker_; }
+  // A saved state: DynamicGradScaler.state_dict()'s growth_tracker and hysteresis_tracker.
+  void restore(int growth_tracker, int hysteresis) {
+    tracker_ = growth_tracker;
+    hysteresis_ = hysteresis;
+  }
 
  private:
   MegatronConfig config_;
@@ -325,6 +346,11 @@ class NemoScaler final : public LossScaler {
   double floor() const override { return 0.0; }
   int growth_tracker() const { return tracker_; }
   int hysteresis() const { return hysteresis_; }
+  // A saved state: NeMo GradScaler.state_dict()'s _growth_tracker and _hysteresis_tracker.
+  void restore(int growth_tracker, int hysteresis) {
+    tracker_ = growth_tracker;
+    hysteresis_ = hysteresis;
+  }
 
  private:
   NemoConfig config_;
@@ -362,6 +388,7 @@ class DelayedScaler final : public AmaxScaler {
   StepResult step(float amax) override;
   double scale() const override { return scale_; }
   double floor() const override { return 0.0; }
+  float fp8_max() const override { return config_.fp8_max; }
 
  private:
   DelayedConfig config_;
@@ -386,6 +413,7 @@ class CurrentScaler final : public AmaxScaler {
   StepResult step(float amax) override;
   double scale() const override { return scale_; }
   double floor() const override { return 0.0; }
+  float fp8_max() const override { return config_.fp8_max; }
 
  private:
   CurrentConfig config_;
@@ -407,6 +435,8 @@ class Mxfp8Scaler final : public AmaxScaler {
   StepResult step(float amax) override;
   double scale() const override { return scale_; }
   double floor() const override { return 0x1p-127; }
+  float fp8_max() const override { return fp8_max_; }
+  bool decodes() const override { return true; }
 
  private:
   float fp8_max_;

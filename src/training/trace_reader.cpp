@@ -61,7 +61,7 @@ std::optional<double> number_after(const std::string& line, std::string_view key
   return v;
 }
 
-const std::vector<std::string> kColumns{"step", "found_inf", "scale", "amax"};
+const std::vector<std::string> kColumns{"step", "found_inf", "scale", "amax", "amin", "optimizer"};
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> cells;
@@ -90,12 +90,14 @@ void set_cell(TraceStep& t, std::size_t index, const std::string& column, const 
   if (text.empty()) return;  // unknown
   if (column == "found_inf") {
     t.found_inf = flag_value(index, text);
+  } else if (column == "optimizer") {
+    t.optimizer = text;
   } else if (column == "step") {
     const auto v = to_number(text);
     if (!v || *v != std::floor(*v)) fail(index, "step '" + text + "' is not an integer");
     t.step = static_cast<std::int64_t>(*v);
   } else {
-    (column == "scale" ? t.scale : t.amax) = scale_or_amax(index, column, text);
+    (column == "scale" ? t.scale : column == "amax" ? t.amax : t.amin) = scale_or_amax(index, column, text);
   }
 }
 
@@ -154,7 +156,7 @@ std::vector<TraceStep> read_jsonl(const std::vector<std::string>& lines) {
     t.bare = false;
     for (const auto& column : kColumns) {
       if (!j.contains(column)) continue;
-      useful |= column != "step";
+      useful |= column == "found_inf" || column == "scale" || column == "amax";
       // The Monitor writes a non-finite scale as a string ("inf").
       set_cell(t, i, column, cell_text(j[column]));
     }

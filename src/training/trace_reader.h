@@ -6,9 +6,10 @@
 // format     what it reads
 // ---------  -----------------------------------------------------------------
 // lines      one step per line: 0/1 (found_inf) or an amax; `#` comments
-// csv        a header line naming the columns step, found_inf, scale, amax
-//            (others are ignored); found_inf is 0/1/true/false; an empty cell
-//            is unknown
+// csv        a header line naming the columns step, found_inf, scale, amax,
+//            amin (the smallest nonzero |x|), optimizer (a name: several rows
+//            per step, one per optimizer or loss); others are ignored;
+//            found_inf is 0/1/true/false; an empty cell is unknown
 // jsonl      one object per line with the same keys (found_inf a boolean or
 //            0/1); a Monitor's steps.jsonl is this
 // deepspeed  DeepSpeed's log: the engine's progress lines `step=N, skipped=K`
