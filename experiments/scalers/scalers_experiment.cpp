@@ -147,7 +147,6 @@ ScalersResult run_scalers(const ScalersConfig& c, const Progress& progress) {
   ScalersResult result;
   std::vector<training::QueuedRun> queue;
   for (const ScenarioSpec& scenario : scenarios(c)) {
-    fs::remove_all(c.runs / scenario.name);  // a previous run's directories are replaced
     for (const Side& side : sides_of(c, scenario))
       for (std::uint64_t seed = 1; seed <= scenario.seeds; ++seed) {
         training::QueuedRun q{side_config(c, scenario, side, seed), {}, {}};
@@ -175,8 +174,13 @@ ScalersResult run_scalers(const ScalersConfig& c, const Progress& progress) {
   for (std::size_t i : order) sorted.push_back(queue[i]);
   say(std::to_string(sorted.size()) + " runs, " + std::to_string(std::min(c.jobs, sorted.size())) +
       " at a time, into " + c.runs.string());
+  // A previous experiment's directories are replaced, unless an interrupted one resumes (training/run_queue.h).
+  const fs::path journal = c.runs / "queue.json";
+  if (training::queue_resumes(sorted, journal)) say("resuming the interrupted runs in " + c.runs.string());
+  else
+    for (const ScenarioSpec& scenario : scenarios(c)) fs::remove_all(c.runs / scenario.name);
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(sorted, c.jobs, [&](const std::string& line) { say(line); });
+      training::run_queue(sorted, c.jobs, [&](const std::string& line) { say(line); }, journal);
   for (std::size_t k = 0; k < order.size(); ++k) {
     ScalersRun& run = result.runs[order[k]];
     run.summary = finished[k].summary;
