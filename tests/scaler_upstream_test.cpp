@@ -106,8 +106,13 @@ TEST(UpstreamDeepSpeedFp16Optimizer, TheFindingsTrace) {
 }
 
 // --- DeepSpeed DynamicLossScaler (ZeRO) ---------------------------------------------
-// microsoft/DeepSpeed 38327e07, deepspeed/runtime/fp16/loss_scaler.py:
+// Up to DeepSpeed 0.17.0: microsoft/DeepSpeed 38327e07, deepspeed/runtime/fp16/loss_scaler.py:
 // __init__ lines 118-139, update_scale lines 170-203 (the raise at line 175).
+// From 0.17.1 (deepspeedai/DeepSpeed e440506b, "Improve overflow handling in ZeRO"; the same at
+// edaa7221): update_scale lines 264-299, whose growth (lines 294-295) reads
+//   stable_interval = (self.cur_iter - self.last_overflow_iter) - 1
+//   if (stable_interval > 0) and (stable_interval % self.scale_window == 0):
+// `stable_interval_rule` picks the newer growth; the rest of update_scale is unchanged.
 struct DynamicLossScalerReference {
   double cur_scale;
   double scale_window;
@@ -119,6 +124,7 @@ struct DynamicLossScalerReference {
   std::int64_t cur_iter = 0, last_overflow_iter = -1;
   double scale_factor = 2.;
   bool raised = false;
+  bool stable_interval_rule = true;
 
   void update_scale(bool overflow) {
     if (overflow) {
@@ -136,7 +142,11 @@ struct DynamicLossScalerReference {
       last_overflow_iter = cur_iter;
     } else {
       if (consecutive_hysteresis) cur_hysteresis = delayed_shift;
-      if ((cur_iter - last_overflow_iter) % static_cast<std::int64_t>(scale_window) == 0) {
+      const std::int64_t window = static_cast<std::int64_t>(scale_window);
+      const std::int64_t stable_interval = (cur_iter - last_overflow_iter) - 1;
+      const bool grow = stable_interval_rule ? (stable_interval > 0) && (stable_interval % window == 0)
+                                             : (cur_iter - last_overflow_iter) % window == 0;
+      if (grow) {
         if (!consecutive_hysteresis) cur_hysteresis = delayed_shift;
         cur_scale *= scale_factor;
       }
@@ -146,8 +156,10 @@ struct DynamicLossScalerReference {
 };
 
 TEST(UpstreamDeepSpeedDynamicLossScaler, WalksRandomTracesStepByStep) {
+  for (const bool before_0_17_1 : {false, true})
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
     DeepSpeedConfig c;
+    c.growth_before_0_17_1 = before_0_17_1;
     c.init_scale = std::ldexp(1.0, static_cast<int>(seed % 9));
     c.scale_window = 1 + static_cast<int>(seed % 4);
     c.hysteresis = 1 + static_cast<int>(seed % 3);
@@ -157,6 +169,7 @@ TEST(UpstreamDeepSpeedDynamicLossScaler, WalksRandomTracesStepByStep) {
     DeepSpeedScaler s(c);
     DynamicLossScalerReference ref{c.init_scale,       static_cast<double>(c.scale_window), c.min_scale,
                                    c.hysteresis,       c.consecutive_hysteresis,            c.raise_error_at_min_scale};
+    ref.stable_interval_rule = !before_0_17_1;
     const auto flags = random_flags(seed + 100, 300, 0.2);
     for (std::size_t k = 0; k < flags.size(); ++k) {
       const double used = ref.cur_scale;
@@ -170,6 +183,36 @@ TEST(UpstreamDeepSpeedDynamicLossScaler, WalksRandomTracesStepByStep) {
       ASSERT_EQ(s.hysteresis(), ref.cur_hysteresis) << "seed " << seed << " step " << k;
     }
   }
+}
+
+// deepspeed.version picks the rule by release: the two differ on a clean run from init 4, window 2.
+// Worked by hand from the two transcriptions above (cur_iter from 0, last_overflow_iter -1; a growth
+// after iteration k changes the scale used from k + 1): older, (k + 1) % 2 == 0 grows after k = 1, 3, 5,
+// so the scales used are 4, 4, 8, 8, 16, 16; newer, stable = k > 0 and k % 2 == 0 grows after k = 2, 4,
+// so 4, 4, 4, 8, 8, 16.
+TEST(UpstreamDeepSpeedDynamicLossScaler, TheVersionOptionPicksTheGrowthRule) {
+  const auto scales = [](const std::string& version) {
+    ScalerOptions o{{"init", "4"}, {"interval", "2"}};
+    if (!version.empty()) o["version"] = version;
+    const auto s = make_scaler("deepspeed", o);
+    std::vector<double> used;
+    auto& loss_scaler = dynamic_cast<LossScaler&>(*s);
+    for (int k = 0; k < 6; ++k) used.push_back(loss_scaler.step(false).scale_used);
+    return used;
+  };
+  const std::vector<double> older{4, 4, 8, 8, 16, 16}, newer{4, 4, 4, 8, 8, 16};
+  EXPECT_EQ(scales(""), newer);
+  EXPECT_EQ(scales("latest"), newer);
+  EXPECT_EQ(scales("0.17.1"), newer);
+  EXPECT_EQ(scales("0.18"), newer);
+  EXPECT_EQ(scales("1.0.0"), newer);
+  EXPECT_EQ(scales("0.17.0"), older);
+  EXPECT_EQ(scales("0.16.9"), older);
+  EXPECT_EQ(scales("0.9"), older);
+  for (const char* bad : {"0.17.x", "", "0..1", "0.17.1.2", "v0.17"})
+    EXPECT_THROW(make_scaler("deepspeed", ScalerOptions{{"version", bad}}), std::invalid_argument) << bad;
+  EXPECT_THROW(make_scaler("deepspeed", ScalerOptions{{"optimizer", "fp16"}, {"version", "0.17.0"}}),
+               std::invalid_argument);  // FP16_Optimizer's rule never changed
 }
 
 // --- fairseq / metaseq DynamicLossScaler --------------------------------------------

@@ -2,8 +2,9 @@
 // factor 2 and a floor, both growing on the iterations since the last
 // overflow rather than on a counter of their own. ZeRO's DynamicLossScaler
 // (update_scale) adds hysteresis (delayed_shift) and raises at the minimum;
-// FP16_Optimizer._update_scale (fp16 without ZeRO) has neither and waits one
-// more clean iteration before its first growth.
+// FP16_Optimizer._update_scale (fp16 without ZeRO) has neither. Both wait one
+// more clean iteration before their first growth, ZeRO's since DeepSpeed
+// 0.17.1; before it, ZeRO grew one iteration earlier (growth_before_0_17_1).
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -66,7 +67,11 @@ StepResult DeepSpeedScaler::step_zero(bool found_inf) {
     last_overflow_ = iteration_;
   } else {
     if (config_.consecutive_hysteresis) hysteresis_ = config_.hysteresis;
-    if ((iteration_ - last_overflow_) % config_.scale_window == 0) {
+    const std::int64_t stable_interval = iteration_ - last_overflow_ - 1;
+    const bool grow = config_.growth_before_0_17_1
+                          ? (iteration_ - last_overflow_) % config_.scale_window == 0
+                          : stable_interval > 0 && stable_interval % config_.scale_window == 0;
+    if (grow) {
       if (!config_.consecutive_hysteresis) hysteresis_ = config_.hysteresis;
       scale_ *= 2.0;
     }

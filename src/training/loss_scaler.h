@@ -36,6 +36,8 @@
 //            (FP16_Optimizer / FP16_UnfusedOptimizer: fp16      zero: growth when (iteration -
 //            without ZeRO).                                     last_overflow) % interval == 0, iteration
 //            zero, preset=config: init=2^16 interval=1000       counted from 0, last_overflow from -1;
+//            version=X.Y.Z (default: the newest): up to 0.17.0  (version <= 0.17.0; from 0.17.1 as fp16:
+//            the older growth rule                              stable > 0, stable % interval == 0);
 //            hysteresis=2 min=1 consecutive_hysteresis=false    hysteresis; at min with raise: the step
 //            raise_error_at_min_scale=true; preset=no-keys (a   reports aborted (DeepSpeed raises) and the
 //            config whose fp16 section has none of these        scaler stops.
@@ -239,6 +241,10 @@ struct DeepSpeedConfig {
   double min_scale = 1.0;
   bool consecutive_hysteresis = false;
   bool raise_error_at_min_scale = true;
+  // zero only. DeepSpeed up to 0.17.0 grew when (iteration - last_overflow) % interval == 0; from 0.17.1
+  // (deepspeedai/DeepSpeed e440506b, "Improve overflow handling in ZeRO") it waits, like FP16_Optimizer,
+  // for stable = iteration - last_overflow - 1 > 0 with stable % interval == 0. deepspeed.version picks.
+  bool growth_before_0_17_1 = false;
 
   // DynamicLossScaler's own defaults, used when the config has none of the keys.
   static DeepSpeedConfig config_without_keys();

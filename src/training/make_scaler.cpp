@@ -1,8 +1,10 @@
 // Strategies by name, with their keys parsed from text (`name.key=value`).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -150,6 +152,25 @@ std::unique_ptr<Scaler> make_keras(const std::string& name, const Options& optio
   return std::make_unique<KerasScaler>(c);
 }
 
+// deepspeed.version=X.Y[.Z] (a DeepSpeed release): whether it is older than 0.17.1, whose ZeRO scaler
+// changed its growth rule. "latest" is the newest.
+bool deepspeed_version_before_0_17_1(const std::string& key, const std::string& text) {
+  if (text == "latest") return false;
+  int part[3] = {0, 0, 0};
+  std::size_t pos = 0;
+  for (int i = 0; i < 3 && pos <= text.size(); ++i) {
+    const std::size_t dot = std::min(text.find('.', pos), text.size());
+    const std::string item = text.substr(pos, dot - pos);
+    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos)
+      bad_value(key, text, "a DeepSpeed release (e.g. 0.16.9, 0.17.1) or latest");
+    part[i] = std::stoi(item);
+    pos = dot + 1;
+    if (dot == text.size()) break;
+  }
+  if (pos < text.size()) bad_value(key, text, "a DeepSpeed release (e.g. 0.16.9, 0.17.1) or latest");
+  return std::make_tuple(part[0], part[1], part[2]) < std::make_tuple(0, 17, 1);
+}
+
 std::unique_ptr<Scaler> make_deepspeed(const std::string& name, const Options& options) {
   DeepSpeedConfig c;
   // The optimizer, then the preset, whatever the order of the keys: the
@@ -172,6 +193,9 @@ std::unique_ptr<Scaler> make_deepspeed(const std::string& name, const Options& o
   std::vector<Key> keys{optimizer, preset, number("init", c.init_scale), count("interval", c.scale_window),
                         number("min", c.min_scale)};
   if (c.optimizer == DeepSpeedOptimizer::zero) {
+    keys.push_back({"version", [&c](const std::string& key, const std::string& v) {
+                      c.growth_before_0_17_1 = deepspeed_version_before_0_17_1(key, v);
+                    }});
     keys.push_back(count("hysteresis", c.hysteresis));
     keys.push_back(boolean("consecutive_hysteresis", c.consecutive_hysteresis));
     keys.push_back(boolean("raise_error_at_min_scale", c.raise_error_at_min_scale));
