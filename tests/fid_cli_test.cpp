@@ -135,7 +135,7 @@ TEST_F(FidCli, UnusableInputExitsWithTwoAndSaysWhy) {
   const std::string one = write("one.npy", std::vector<float>(b.begin(), b.begin() + 3), {1, 3});
   expect_usage_error(fid_command(one + " " + fb), "A: 1 rows (samples); at least 2");
   fs::create_directories(root_ / "images");
-  expect_usage_error(fid_command((root_ / "images").string() + " " + fb), "not an .npy file");
+  expect_usage_error(fid_command((root_ / "images").string() + " " + fb), "not an .npy or .npz file");
   expect_usage_error(fid_command(fb + " " + fb + " --kid-subset-size 11"), "subset size 11");
   expect_usage_error(fid_command(fb + " " + fb + " --route sqrtm"), "unknown FID trace route 'sqrtm'");
   expect_usage_error(fid_command(fb + " " + fb + " --bootstrap 1"), "at least 2 replicates");

@@ -2,7 +2,9 @@
 // computations that do not go through the library, singular inputs, the
 // clamping report, KID against a straightforward O(n^2) loop, bootstrap
 // determinism, input errors, and agreement with pytorch-fid's scipy recipe
-// (tests/scripts/scipy_fid.py).
+// (tests/scripts/scipy_fid.py). Statistics files (.npz mu, sigma): a
+// hand-computed case and the reader's refusals (float64 files, numpy's own
+// writers and scipy: tests/python/fid_statistics_test.py).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,9 @@
 #include "metrics/fid.h"
 #include "metrics/fid_bootstrap.h"
 #include "metrics/fid_features.h"
+#include "metrics/fid_statistics.h"
 #include "metrics/kid.h"
+#include "io/npz.h"
 #include "support/run_command.h"
 
 namespace {
@@ -516,6 +520,95 @@ TEST(Fid, AgreesWithScipySqrtmOnWellConditionedFeatures) {
   }
   fs::remove_all(dir);
   EXPECT_EQ(compared, 8);
+}
+
+// --- statistics files (.npz with mu and sigma) ---------------------------------
+
+class FidStatisticsFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char path[] = "/tmp/mpverify-fid-stats-XXXXXX";
+    ASSERT_NE(mkdtemp(path), nullptr);
+    root_ = path;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path write(const std::string& name, const std::vector<mpverify::io::NpzArray>& arrays, bool compressed = false) {
+    const fs::path file = root_ / name;
+    mpverify::io::write_npz(file, arrays, compressed);
+    return file;
+  }
+  // The message read_fid_statistics throws for `file` ("" when it reads it).
+  static std::string refusal(const fs::path& file) {
+    try {
+      read_fid_statistics(file);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path root_;
+};
+
+// By hand: mu_a = (0, 0), S_a = diag(4, 9); mu_b = (3, 4), S_b = I. The
+// covariances commute, so Tr((S_a S_b)^1/2) = sqrt(4) + sqrt(9) = 5 and
+// FID = |mu_a - mu_b|^2 + Tr S_a + Tr S_b - 2 * 5 = 25 + 13 + 2 - 10 = 30.
+// Every input is a small integer (exact in float32); the one inexact step is
+// the trace term's singular values, each to a few u of ||S|| = 9:
+// 1e-12 is ~10^3 of that.
+TEST_F(FidStatisticsFile, HandComputedTwoDimensionalCaseFromFloat32Files) {
+  const fs::path a = write("a.npz", {{"mu", {2}, {0, 0}}, {"sigma", {2, 2}, {4, 0, 0, 9}}});
+  const fs::path b = write("b.npz", {{"sigma", {2, 2}, {1, 0, 0, 1}}, {"mu", {2}, {3, 4}}}, true);
+  const GaussianStats sa = read_fid_statistics(a), sb = read_fid_statistics(b);
+  EXPECT_EQ(sa.dims(), 2u);
+  EXPECT_EQ(sa.count, 0u);
+  EXPECT_EQ(sb.mean, (std::vector<double>{3, 4}));
+  for (const TraceRoute route : kRoutes) {
+    const FidResult r = frechet_distance(sa, sb, route);
+    EXPECT_EQ(r.mean_term, 25.0);
+    EXPECT_EQ(r.trace_a, 13.0);
+    EXPECT_NEAR(r.trace_sqrt, 5.0, 1e-12);
+    EXPECT_NEAR(r.fid, 30.0, 1e-12) << to_string(route);
+  }
+}
+
+TEST_F(FidStatisticsFile, OtherMembersAreIgnoredAndSmallAsymmetryIsAccepted) {
+  // 5e-5 of the largest variance (4) apart: inside kSymmetryTolerance = 1e-4.
+  const fs::path f = write("s.npz", {{"feats", {3, 2}, {1, 2, 3, 4, 5, 6}},
+                                     {"mu", {2}, {1, 2}},
+                                     {"sigma", {2, 2}, {4, 1.0f, 1.0f + 2e-4f, 1}}});
+  EXPECT_EQ(refusal(f), "");
+}
+
+TEST_F(FidStatisticsFile, RefusesWhatIsNotMuAndSigma) {
+  struct Case {
+    const char* name;
+    std::vector<mpverify::io::NpzArray> arrays;
+    std::vector<std::string> words;
+  };
+  const float nan = std::nanf("");
+  const std::vector<Case> cases = {
+      {"no_mu.npz", {{"sigma", {1, 1}, {1}}}, {"no array 'mu'", "sigma"}},
+      {"no_sigma.npz", {{"mu", {1}, {1}}}, {"no array 'sigma'"}},
+      {"mu_rank.npz", {{"mu", {1, 2}, {1, 2}}, {"sigma", {2, 2}, {1, 0, 0, 1}}}, {"'mu' has shape [1, 2]"}},
+      {"sigma_rank.npz", {{"mu", {2}, {1, 2}}, {"sigma", {4}, {1, 0, 0, 1}}}, {"'sigma' has shape [4]"}},
+      {"sigma_d.npz", {{"mu", {3}, {1, 2, 3}}, {"sigma", {2, 2}, {1, 0, 0, 1}}}, {"[2, 2]", "3 features", "[3, 3]"}},
+      {"empty.npz", {{"mu", {0}, {}}, {"sigma", {0, 0}, {}}}, {"'mu' is empty"}},
+      {"mu_nan.npz", {{"mu", {2}, {1, nan}}, {"sigma", {2, 2}, {1, 0, 0, 1}}}, {"mu[1]", "not finite"}},
+      {"sigma_inf.npz", {{"mu", {2}, {1, 2}}, {"sigma", {2, 2}, {1, 0, INFINITY, 1}}}, {"sigma[1, 0]", "not finite"}},
+      {"negative.npz", {{"mu", {2}, {1, 2}}, {"sigma", {2, 2}, {1, 0, 0, -1}}}, {"sigma[1, 1]", "negative variance"}},
+      // 3e-4 of the largest variance (4) apart: above the tolerance.
+      {"asymmetric.npz", {{"mu", {2}, {1, 2}}, {"sigma", {2, 2}, {4, 1.0f, 1.0012f, 1}}},
+       {"not symmetric", "sigma[0, 1] = 1 but sigma[1, 0] = 1.001"}},
+  };
+  for (const Case& c : cases) {
+    const fs::path f = write(c.name, c.arrays);
+    const std::string m = refusal(f);
+    EXPECT_NE(m.find(f.string()), std::string::npos) << m;
+    for (const std::string& w : c.words) EXPECT_NE(m.find(w), std::string::npos) << c.name << ": " << m;
+  }
+  EXPECT_NE(refusal(root_ / "missing.npz").find("no such file"), std::string::npos);
+  std::ofstream(root_ / "text.npz") << "not a zip archive";
+  EXPECT_NE(refusal(root_ / "text.npz").find("text.npz"), std::string::npos);
 }
 
 }  // namespace

@@ -6,14 +6,17 @@
 // Needs the MNIST files (MPVERIFY_MNIST_DIR or the source tree's .data/).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <span>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "data/dataset.h"
 #include "gan_parity/gan_parity_experiment.h"
 #include "io/npy.h"
 #include "metrics/ensemble.h"
@@ -129,16 +132,22 @@ TEST(GanParity, ReportStatesTheGateOnTheRunDirectoriesAndEachRunsFid) {
   const GanParityConfig& c = s.config;
   const std::string md = slurp(c.report);
   // The gate recomputed here on the run directories.
-  // The margin: 10% (the default) of the fp32 runs' mean FID.
-  double mean_fid = 0, mean_kid = 0;
-  for (std::uint64_t seed = 1; seed <= 2; ++seed) {
-    mean_fid += summary_of(c.runs, "fp32-ref", seed)["evaluation"]["fid"].get<double>() / 2;
-    mean_kid += summary_of(c.runs, "fp32-ref", seed)["evaluation"]["kid"].get<double>() / 2;
-  }
-  EXPECT_DOUBLE_EQ(s.result.json["fid_margin"].get<double>(), 0.1 * mean_fid);
+  // The margin: k = 2 (the default) times the fp32 runs' standard deviation
+  // over the seeds. With two values x1, x2 the sample standard deviation (N - 1
+  // denominator) is |x1 - x2| / sqrt(2), so the margin is sqrt(2) |x1 - x2|:
+  // a closed form, not the experiment's sum of squares. DOUBLE_EQ's 4 ulps
+  // cover the two routes' different roundings (a handful of operations each).
+  const auto fp32_value = [&](std::uint64_t seed, const char* key) {
+    return summary_of(c.runs, "fp32-ref", seed)["evaluation"][key].get<double>();
+  };
+  const double fid_margin = std::sqrt(2.0) * std::fabs(fp32_value(1, "fid") - fp32_value(2, "fid"));
+  const double kid_margin = std::sqrt(2.0) * std::fabs(fp32_value(1, "kid") - fp32_value(2, "kid"));
+  EXPECT_DOUBLE_EQ(c.margin_sd, 2.0) << "the default k";
+  EXPECT_DOUBLE_EQ(s.result.json["fid_margin"].get<double>(), fid_margin);
+  EXPECT_DOUBLE_EQ(s.result.json["margin_sd"].get<double>(), 2.0);
   metrics::GateOptions o;
   o.metric = metrics::GateMetric::fid;
-  o.margin = 0.1 * mean_fid;
+  o.margin = s.result.json["fid_margin"].get<double>();
   o.alpha = c.alpha;
   metrics::Ensemble b = metrics::read_ensemble(c.runs / "fp32-ref", true);
   metrics::Ensemble a = metrics::read_ensemble(c.runs / "o2-emu", true);
@@ -164,8 +173,9 @@ TEST(GanParity, ReportStatesTheGateOnTheRunDirectoriesAndEachRunsFid) {
     kb.push_back(summary_of(c.runs, "fp32-ref", seed)["evaluation"]["kid"].get<double>());
     ka.push_back(summary_of(c.runs, "o2-emu", seed)["evaluation"]["kid"].get<double>());
   }
-  const metrics::EquivalenceResult k = metrics::paired_tost(kb, ka, {0.1 * mean_kid, c.alpha});
-  EXPECT_DOUBLE_EQ(s.result.json["kid_tests"][0]["margin"].get<double>(), 0.1 * mean_kid);
+  const double kid_used = s.result.json["kid_tests"][0]["margin"].get<double>();
+  EXPECT_DOUBLE_EQ(kid_used, kid_margin);
+  const metrics::EquivalenceResult k = metrics::paired_tost(kb, ka, {kid_used, c.alpha});
   EXPECT_EQ(s.result.json["kid_tests"][0]["verdict"], metrics::to_string(k.verdict));
   EXPECT_DOUBLE_EQ(s.result.json["kid_tests"][0]["difference"].get<double>(), k.difference);
   // The extractor named by its sha256, the figures linked and written.
@@ -186,6 +196,63 @@ TEST(GanParity, ReportStatesTheGateOnTheRunDirectoriesAndEachRunsFid) {
   // No path of this machine in the report.
   EXPECT_EQ(md.find(s.dir.string()), std::string::npos);
   EXPECT_EQ(md.find(fs::temp_directory_path().string()), std::string::npos);
+}
+
+// The headline: the verdict, the margin as k x sd, and the convergence
+// criterion (fp32 mean FID > R x the real-vs-real FID) with its outcome,
+// recomputed here from the data split and the extractor, for the default R
+// and, through --report-only, for R = 1 and R = 1e6.
+TEST(GanParity, HeadlineStatesTheMarginAndWhetherTheGeneratorsConverged) {
+  const Shared& s = shared_run();
+  const GanParityConfig& c = s.config;
+  const metrics::LoadedExtractor x = metrics::load_extractor(c.runs / "extractor" / "fid-cnn.safetensors");
+  const training::Trainer t(experiments::gan_train_config(c, experiments::gan_sides(c)[0], 1));
+  const data::Dataset& train = t.data().train;
+  const data::Dataset& test = t.data().test;
+  const std::size_t n = std::min(c.fid_samples, train.size());
+  ASSERT_EQ(n, 40u);
+  const std::vector<double> a = metrics::image_features(
+      *x.extractor, std::span<const float>(train.images.data(), n * train.image_size()));
+  const std::vector<double> b = metrics::image_features(*x.extractor, test.images);
+  const double real_fid = metrics::fid({a, n, training::kFeatureDim, "train"},
+                                       {b, test.size(), training::kFeatureDim, "test"}).fid;
+  // The same computation by the same library calls: equal to rounding.
+  EXPECT_NEAR(s.result.json["real_fid"].get<double>(), real_fid, 1e-12 * real_fid);
+  double fp32_mean = 0;
+  for (std::uint64_t seed = 1; seed <= 2; ++seed)
+    fp32_mean += summary_of(c.runs, "fp32-ref", seed)["evaluation"]["fid"].get<double>() / 2;
+  EXPECT_DOUBLE_EQ(s.result.json["fp32_mean_fid"].get<double>(), fp32_mean);
+  const std::string unconverged = "**Headline: the generators are unconverged, so this verdict is about unconverged "
+                                  "models.**";
+  const std::string converged = "The generators count as converged by this report's criterion";
+  const double margin = s.result.json["fid_margin"].get<double>();
+  for (const double ratio : {10.0, 1.0, 1e6}) {
+    GanParityConfig r = c;
+    r.unconverged_ratio = ratio;
+    std::string md;
+    bool flag = false;
+    if (ratio == 10.0) {
+      md = slurp(c.report);
+      flag = s.result.json["unconverged"].get<bool>();
+    } else {
+      r.report_only = true;
+      r.report = scratch("headline-" + report::general(ratio)) / "gan_parity.md";
+      flag = experiments::run_gan_parity(r, {}).json["unconverged"].get<bool>();
+      md = slurp(r.report);
+    }
+    const bool expected = fp32_mean > ratio * real_fid;
+    EXPECT_EQ(flag, expected) << "ratio " << ratio;
+    const std::size_t verdict_at = md.find("## Verdict");
+    const std::size_t head = md.find(expected ? unconverged : converged);
+    EXPECT_NE(head, std::string::npos) << "ratio " << ratio;
+    EXPECT_EQ(md.find(expected ? converged : unconverged), std::string::npos) << "ratio " << ratio;
+    EXPECT_LT(verdict_at, head);
+    EXPECT_LT(head, md.find("```")) << "the headline comes before the gate's line";
+    EXPECT_NE(md.find("at a margin of ±" + report::general(margin) + " FID (2 × the fp32 seeds' standard deviation, " +
+                      report::general(margin / 2) + ")"),
+              std::string::npos)
+        << "ratio " << ratio;
+  }
 }
 
 TEST(GanParity, SameSeedsSameBytesWhateverTheThreadsAndDirectory) {
@@ -258,8 +325,11 @@ TEST(GanParity, BadSettingsAreRefusedBeforeAnythingIsWritten) {
   c.bootstrap = 1;
   refused(c, "--bootstrap 1");
   c = tiny(dir);
-  c.fid_margin_percent = 0;
-  refused(c, "--fid-margin-percent");
+  c.margin_sd = 0;
+  refused(c, "--margin-sd");
+  c = tiny(dir);
+  c.unconverged_ratio = 0.5;
+  refused(c, "--unconverged-ratio");
   c = tiny(dir);
   c.alpha = 0.5;
   refused(c, "--alpha");

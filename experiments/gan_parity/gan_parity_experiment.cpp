@@ -10,10 +10,12 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <thread>
 
 #include "data/data_file_error.h"
+#include "data/dataset.h"
 #include "io/file_error.h"
 #include "io/npy.h"
 #include "metrics/ensemble.h"
@@ -249,12 +251,33 @@ std::vector<GanRunResult> existing_runs(const GanParityConfig& c, const std::vec
 
 }  // namespace
 
-double gan_margin(double percent, const std::vector<double>& baseline_values) {
-  if (baseline_values.empty()) return std::nan("");
+double gan_margin(double k, const std::vector<double>& baseline_values) {
+  const std::size_t n = baseline_values.size();
+  if (n < 2) return std::nan("");
   double sum = 0;
   for (const double v : baseline_values) sum += v;  // a NaN (diverged) propagates
-  const double mean = sum / static_cast<double>(baseline_values.size());
-  return mean > 0 ? percent / 100.0 * mean : std::nan("");
+  const double mean = sum / static_cast<double>(n);
+  double squares = 0;
+  for (const double v : baseline_values) squares += (v - mean) * (v - mean);
+  const double sd = std::sqrt(squares / static_cast<double>(n - 1));
+  return sd > 0 ? k * sd : std::nan("");
+}
+
+double real_reference_fid(const GanParityConfig& c, const fs::path& extractor) {
+  const training::Trainer t(gan_train_config(c, gan_sides(c)[0], 1));  // the runs' data split
+  const data::Split& d = t.data();
+  const metrics::LoadedExtractor x = metrics::load_extractor(extractor);
+  const std::size_t n = std::min(c.fid_samples, d.train.size());
+  const std::span<const float> train(d.train.images.data(), n * d.train.image_size());
+  const std::vector<double> a = metrics::image_features(*x.extractor, train);
+  const std::vector<double> b = metrics::image_features(*x.extractor, d.test.images);
+  return metrics::fid({a, n, training::kFeatureDim, "real training images"},
+                      {b, d.test.size(), training::kFeatureDim, "real test images"})
+      .fid;
+}
+
+bool gan_unconverged(double fp32_mean_fid, double real_fid, double ratio) {
+  return std::isfinite(fp32_mean_fid) && std::isfinite(real_fid) && fp32_mean_fid > ratio * real_fid;
 }
 
 std::vector<GanSide> gan_sides(const GanParityConfig& c) {
@@ -282,10 +305,10 @@ void validate_gan_parity(const GanParityConfig& c) {
     bad("--grid " + std::to_string(c.grid) + ": between 1 and min(--fid-samples, 1024) images");
   if (c.bootstrap < 2) bad("--bootstrap " + std::to_string(c.bootstrap) + ": at least 2 replicates for an interval");
   if (c.kid_subsets < 1) bad("--kid-subsets must be at least 1");
-  if (!(c.fid_margin_percent > 0 && c.fid_margin_percent <= 100))
-    bad("--fid-margin-percent must be in (0, 100]");
-  if (!(c.kid_margin_percent > 0 && c.kid_margin_percent <= 100))
-    bad("--kid-margin-percent must be in (0, 100]");
+  if (!(c.margin_sd > 0 && c.margin_sd <= 100))
+    bad("--margin-sd must be in (0, 100] (the margins are k times the fp32 runs' standard deviation over the seeds)");
+  if (!(c.unconverged_ratio >= 1 && c.unconverged_ratio <= 1e6))
+    bad("--unconverged-ratio must be in [1, 1e6] (unconverged: fp32 mean FID above R times the real-vs-real FID)");
   if (!(c.alpha > 0 && c.alpha < 0.5)) bad("--alpha must be in (0, 0.5)");
   if (c.jobs < 1) bad("--jobs must be at least 1");
   if (c.extractor_steps < 1) bad("--extractor-steps must be at least 1");

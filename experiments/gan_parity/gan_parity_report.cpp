@@ -1,6 +1,7 @@
 #include "gan_parity/gan_parity_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -77,6 +78,10 @@ struct GanEvidence {
   // and as the gates used them (a placeholder then: the gate says "not equivalent" anyway).
   double fid_margin_value = 0, kid_margin_value = 0;
   double fid_margin = 1, kid_margin = 1;
+  // The fp32 runs' mean FID (NaN when one diverged), and the real-vs-real FID
+  // (real_reference_fid) the convergence criterion compares it with.
+  double fp32_mean_fid = 0, real_fid = 0;
+  bool unconverged = false;
   std::vector<metrics::GateResult> fid_gates;                // paired over the seeds, per candidate
   std::vector<std::vector<metrics::GateResult>> seed_gates;  // per candidate, per seed
   std::vector<KidTest> kid_tests;                            // per candidate
@@ -85,9 +90,15 @@ struct GanEvidence {
   const json& evaluation(const std::string& side, std::uint64_t seed) { return summaries[side][seed - 1]["evaluation"]; }
 };
 
-std::string margin_text(double v, double percent) {
-  return std::isfinite(v) ? general(v) + " (" + general(percent) + "% of the fp32 runs' mean)"
-                          : std::string("- (an fp32 run has no value)");
+std::string margin_text(double v, double k) {
+  return std::isfinite(v) ? general(v) + " (" + general(k) + " × the fp32 runs' standard deviation over the seeds)"
+                          : std::string("- (an fp32 run has no value, or the fp32 values do not vary)");
+}
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (const double x : v) sum += x;  // a NaN (diverged) propagates
+  return v.empty() ? std::nan("") : sum / static_cast<double>(v.size());
 }
 
 std::string figure_link(const fs::path& report, const char* what, const char* alt) {
@@ -112,9 +123,10 @@ void read_runs(const GanParityConfig& c, const std::vector<GanSide>& sides, GanE
     }
 }
 
-// The margins: a percentage of the fp32 runs' mean FID and KID. A
-// diverged fp32 run leaves no mean; the gate then says "not equivalent"
-// whatever the margin, so any positive placeholder serves (and is printed as "-").
+// The margins: k times the fp32 runs' standard deviation of FID and of KID
+// over the seeds. A diverged fp32 run leaves no spread; the gate then says
+// "not equivalent" whatever the margin, so any positive placeholder serves
+// (and is printed as "-").
 void set_margins(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev) {
   const std::size_t n_seeds = c.seeds;
   const auto evaluation = [&](const std::string& side, std::uint64_t seed) -> const json& {
@@ -125,8 +137,10 @@ void set_margins(const GanParityConfig& c, const std::vector<GanSide>& sides, Ga
     base_fid.push_back(number_at(evaluation(sides[0].name, s), "fid").value_or(std::nan("")));
     base_kid.push_back(number_at(evaluation(sides[0].name, s), "kid").value_or(std::nan("")));
   }
-  ev.fid_margin_value = gan_margin(c.fid_margin_percent, base_fid);
-  ev.kid_margin_value = gan_margin(c.kid_margin_percent, base_kid);
+  ev.fid_margin_value = gan_margin(c.margin_sd, base_fid);
+  ev.kid_margin_value = gan_margin(c.margin_sd, base_kid);
+  ev.fp32_mean_fid = mean_of(base_fid);
+  ev.unconverged = gan_unconverged(ev.fp32_mean_fid, ev.real_fid, c.unconverged_ratio);
   ev.fid_margin = std::isfinite(ev.fid_margin_value) ? ev.fid_margin_value : 1.0;
   ev.kid_margin = std::isfinite(ev.kid_margin_value) ? ev.kid_margin_value : 1.0;
 }
@@ -248,31 +262,83 @@ void draw_loss_scale(const GanParityConfig& c, const std::vector<GanSide>& sides
 
 // --- The report's sections -------------------------------------------------------
 
-// The title, the verdict and why this margin.
+// The headline: the verdict, its margin, and whether the generators are
+// converged (the criterion of gan_unconverged), in words a reader cannot miss.
+std::string headline(const GanParityConfig& c, const GanEvidence& ev) {
+  const metrics::GateResult& g = ev.fid_gates.front();
+  std::string verdict = metrics::to_string(g.verdict);
+  std::transform(verdict.begin(), verdict.end(), verdict.begin(), [](unsigned char ch) { return std::toupper(ch); });
+  const std::string margin =
+      std::isfinite(ev.fid_margin_value)
+          ? "a margin of ±" + general(ev.fid_margin_value) + " FID (" + general(c.margin_sd) +
+                " × the fp32 seeds' standard deviation, " + general(ev.fid_margin_value / c.margin_sd) + ")"
+          : std::string("no margin (an fp32 run has no FID, or the fp32 FIDs do not vary)");
+  const std::size_t n_real = std::min(c.fid_samples, c.train_size);
+  const std::string ratio = std::isfinite(ev.fp32_mean_fid) && ev.real_fid > 0
+                                ? general(ev.fp32_mean_fid / ev.real_fid) + "×"
+                                : std::string("-");
+  const std::string real = "the FID of real images against the held-out real images (" + general(ev.real_fid) +
+                           ": the first " + std::to_string(n_real) + " training images against the 2000 test images, "
+                           "through the same extractor)";
+  if (!std::isfinite(ev.fp32_mean_fid))
+    return "**Headline:** " + verdict + " at " + margin + ". An fp32 run diverged, so whether the generators "
+           "converged is not decided.\n\n";
+  if (ev.unconverged)
+    return "**Headline: the generators are unconverged, so this verdict is about unconverged models.** " + verdict +
+           " at " + margin + ". The fp32 runs' mean FID, " + general(ev.fp32_mean_fid) + ", is " + ratio + " " + real +
+           ", above the " + general(c.unconverged_ratio) + "× this report takes as the limit of a converged generator "
+           "(`--unconverged-ratio`): the comparison is of two partly trained GANs, and says nothing yet about mixed "
+           "precision on a converged one.\n\n";
+  return "**Headline:** " + verdict + " at " + margin + ". The generators count as converged by this report's "
+         "criterion: the fp32 runs' mean FID, " + general(ev.fp32_mean_fid) + ", is " + ratio + " " + real +
+         ", within the " + general(c.unconverged_ratio) + "× of `--unconverged-ratio`.\n\n";
+}
+
+// Why k standard deviations, and what the rule replaced.
+std::string margin_rationale(const GanParityConfig& c, const GanEvidence& ev) {
+  const std::string sd = std::isfinite(ev.fid_margin_value) ? general(ev.fid_margin_value / c.margin_sd) : "-";
+  std::string md =
+      "**Why this margin.** FID has no scale of its own (it depends on the feature extractor and on N), so no absolute "
+      "margin carries over from elsewhere. The margin is " + general(c.margin_sd) + " standard deviations of the fp32 "
+      "runs' FIDs over the seeds (`--margin-sd`, default 2; KID takes the same rule on the fp32 KIDs): the spread that "
+      "re-seeding the fp32 recipe itself produces. Two fp32 runs that differ only in their seed differ by about "
+      "N(0, 2σ²), so by more than 2σ in 16% of pairs (P(|Z| > √2) = 0.157): a mixed-precision shift inside ±2σ is one "
+      "that changing the fp32 seed often gives, and one beyond it stands out from the seed noise. Here σ = " + sd +
+      " FID, estimated from the same " + std::to_string(c.seeds) + " fp32 runs (" + std::to_string(c.seeds - 1) +
+      " degree(s) of freedom, so σ itself may be off by a factor of several), which makes the verdict approximate at "
+      "the stated alpha; more seeds narrow both the margin's uncertainty and the interval.\n\n";
+  const double old_margin = 0.1 * ev.fp32_mean_fid;
+  md += "**What changed.** Earlier versions of this report took 10% of the fp32 runs' mean FID as the margin (";
+  md += std::isfinite(old_margin) ? "±" + general(old_margin) + " FID on these runs" : std::string("undefined here");
+  if (std::isfinite(old_margin) && std::isfinite(ev.fid_margin_value))
+    md += ", " + general(old_margin / (ev.fid_margin_value / c.margin_sd)) + " fp32 seed standard deviations";
+  md += "), which on generators whose FID is large let through shifts many times the seed noise, and the headline "
+        "did not say that the generators were unconverged. The margin now comes from the fp32 seed-to-seed spread, "
+        "and the headline states the convergence criterion's outcome.\n\n";
+  return md;
+}
+
+// The title, the headline, the verdict and why this margin.
 void verdict_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
   const std::size_t n_seeds = c.seeds;
   const metrics::GateResult& main_gate = ev.fid_gates.front();
-  const double fid_margin_value = ev.fid_margin_value;
-  const double kid_margin_value = ev.kid_margin_value;
-  const double fid_margin = ev.fid_margin;
-  const std::vector<metrics::GateResult>& fid_gates = ev.fid_gates;
-  const std::vector<KidTest>& kid_tests = ev.kid_tests;
   md += "# GAN FID parity: the DCGAN on MNIST in fp32 and in o2 mixed precision\n\n";
   md += "Written by `build/experiments/gan_parity` (experiment 5). Every number and figure below is read "
         "from the run directories it trained; the same seeds give the same report, byte for byte. No GPU was used: "
         "the mixed-precision side is the bit-exact fp16 emulator.\n\n";
-  md += "## Verdict\n\n```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";
+  md += "## Verdict\n\n" + headline(c, ev);
+  md += "```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";
   md += "The parity gate (`metrics/parity_gate.h`, the library call behind `mpverify gate --metric fid`) on the FID "
-        "of each run's final generator: margin ±" + margin_text(fid_margin_value, c.fid_margin_percent) + " FID, alpha " + general(c.alpha) +
-        ", the " + std::to_string(n_seeds) + " seeds paired (same initial weights, batches and latent codes on both "
-        "sides). " + sentence(main_gate.reason) + "\n\n";
+        "of each run's final generator: margin ±" + margin_text(ev.fid_margin_value, c.margin_sd) + " FID, alpha " +
+        general(c.alpha) + ", the " + std::to_string(n_seeds) + " seeds paired (same initial weights, batches and "
+        "latent codes on both sides). " + sentence(main_gate.reason) + "\n\n";
   md += report::gate_table_header(c.alpha);
-  for (const metrics::GateResult& g : fid_gates) md += report::gate_table_row(g) + "\n";
+  for (const metrics::GateResult& g : ev.fid_gates) md += report::gate_table_row(g) + "\n";
   md += "\n";
-  for (std::size_t k = 0; k < kid_tests.size(); ++k) {
-    const KidTest& kt = kid_tests[k];
+  for (std::size_t k = 0; k < ev.kid_tests.size(); ++k) {
+    const KidTest& kt = ev.kid_tests[k];
     md += "KID, " + sides[k + 1].title + " against " + sides[0].title + " (the same paired equivalence test, "
-          "`metrics::paired_tost`, margin ±" + margin_text(kid_margin_value, c.kid_margin_percent) + "): ";
+          "`metrics::paired_tost`, margin ±" + margin_text(ev.kid_margin_value, c.margin_sd) + "): ";
     if (kt.test)
       md += std::string("**") + metrics::to_string(kt.test->verdict) + "**, difference " + general(kt.test->difference) +
             ", " + general(100 * (1 - 2 * c.alpha)) + "% CI [" + general(kt.test->lower) + ", " +
@@ -281,16 +347,9 @@ void verdict_section(const GanParityConfig& c, const std::vector<GanSide>& sides
       md += "**not equivalent**: " + kt.diverged + " has no KID (it diverged).\n\n";
   }
   md += "Reproduce the FID verdict from the run directories: `mpverify gate --baseline RUNS/" + sides[0].name +
-        " --candidate RUNS/" + sides[1].name + " --metric fid --margin " + general(fid_margin) +
+        " --candidate RUNS/" + sides[1].name + " --metric fid --margin " + general(ev.fid_margin) +
         "` (RUNS is `--runs`, default `runs/gan_parity`).\n\n";
-  md += "**Why this margin.** FID has no scale of its own (it depends on the feature extractor and on N), so "
-        "no absolute margin carries over from elsewhere; the rule, fixed before any run, is a fraction of the fp32 "
-        "side's own mean: ±" + general(c.fid_margin_percent) + "% for FID and ±" + general(c.kid_margin_percent) +
-        "% for KID, i.e. \"the mixed-precision generator is within " + general(c.fid_margin_percent) +
-        "% of the fp32 one\". The margin is thus computed from the baseline runs (itself uncertain by their "
-        "spread), which makes the verdict approximate at the stated alpha. For scale: the fp32 FIDs' standard "
-        "deviation over the seeds was " + (main_gate.test ? general(main_gate.test->sd_baseline) : std::string("-")) +
-        "; the rule of thumb of `fid-and-parity.md` is a margin of about twice that.\n\n";
+  md += margin_rationale(c, ev);
 }
 
 void claims_section(const GanParityConfig& c, const std::vector<GanSide>& sides, GanEvidence& ev, std::string& md) {
@@ -575,7 +634,7 @@ void literature_section(const GanParityConfig& c, std::string& md) {
 
 // What --json prints.
 nlohmann::ordered_json gan_parity_json(const std::vector<GanSide>& sides, GanEvidence& ev, const std::string& extractor_sha,
-                                       const GanParityResult& result) {
+                                       const GanParityResult& result, double margin_sd) {
   const metrics::GateResult& main_gate = ev.fid_gates.front();
   const double fid_margin_value = ev.fid_margin_value;
   const double kid_margin_value = ev.kid_margin_value;
@@ -610,6 +669,10 @@ nlohmann::ordered_json gan_parity_json(const std::vector<GanSide>& sides, GanEvi
   }
   j["kid_tests"] = kids;
   j["fid_margin"] = std::isfinite(fid_margin_value) ? json(fid_margin_value) : json(nullptr);
+  j["margin_sd"] = margin_sd;
+  j["fp32_mean_fid"] = std::isfinite(ev.fp32_mean_fid) ? json(ev.fp32_mean_fid) : json(nullptr);
+  j["real_fid"] = ev.real_fid;
+  j["unconverged"] = ev.unconverged;
   j["extractor_sha256"] = extractor_sha;
   json runs = json::array();
   for (const GanRunResult& r : result.runs)
@@ -628,6 +691,8 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
                                         const std::function<void(const std::string&)>& say) {
   GanEvidence ev;
   read_runs(c, sides, ev);
+  say("the real-vs-real reference FID");
+  ev.real_fid = real_reference_fid(c, extractor);
   set_margins(c, sides, ev);
   evaluate_gates(c, sides, ev, say);
 
@@ -655,7 +720,7 @@ GanParityResult write_gan_parity_report(const GanParityConfig& c, const std::vec
   literature_section(c, md);
   report::write_output(c.report, md, files);
 
-  result.json = gan_parity_json(sides, ev, extractor_sha, result);
+  result.json = gan_parity_json(sides, ev, extractor_sha, result, c.margin_sd);
   return result;
 }
 

@@ -37,11 +37,15 @@ int main(int argc, char** argv) {
   app.add_option("--bootstrap", config.bootstrap, "FID bootstrap replicates per run")->capture_default_str();
   app.add_option("--kid-subsets", config.kid_subsets, "KID subsets per run")->capture_default_str();
   app.add_option("--grid", config.grid, "Images in each sample grid")->capture_default_str();
-  app.add_option("--fid-margin-percent", config.fid_margin_percent,
-                 "The gate's equivalence margin on FID, in percent of the fp32 runs' mean FID")
+  app.add_option("--margin-sd", config.margin_sd,
+                 "The equivalence margins on FID and KID: K times the fp32 runs' standard deviation over the seeds "
+                 "(2: two fp32 runs differing only in their seed are more than 2 sd apart in 16% of pairs)")
+      ->type_name("K")
       ->capture_default_str();
-  app.add_option("--kid-margin-percent", config.kid_margin_percent,
-                 "The equivalence margin on KID, in percent of the fp32 runs' mean KID")
+  app.add_option("--unconverged-ratio", config.unconverged_ratio,
+                 "The headline calls the generators unconverged when the fp32 runs' mean FID exceeds R times the FID "
+                 "of real training images against the held-out test images (same extractor, same N)")
+      ->type_name("R")
       ->capture_default_str();
   app.add_option("--alpha", config.alpha, "The equivalence tests' level")->capture_default_str();
   app.add_flag("--with-o1", config.with_o1, "Also train the o1 recipe (torch scaler) on the emulator");

@@ -8,11 +8,16 @@
 // Image sets (metrics/image_features.h: an .npy of N x 1 x H x W or N x H x W
 // images in [0, 1], or mnist-test / mnist-train) pass through the feature
 // extractor given by --extractor (our MNIST CNN's penultimate layer) first.
+// A statistics file (.npz with mu and sigma, pytorch-fid's --save-stats and
+// clean-fid's format; metrics/fid_statistics.h) stands for a set's Gaussian:
+// FID only (KID and the bootstrap need the features themselves).
 //
 // Exit codes: 0; 2 for unusable input (missing file, neither features nor
 // images, different D, fewer than 2 rows, a non-finite feature, an image set
 // without --extractor or of another size than the extractor's, a pixel
-// outside [0, 1], bad options), with nothing on standard output.
+// outside [0, 1], a statistics file without mu [d] / sigma [d, d] as float32
+// or float64, finite and symmetric, --bootstrap with a statistics file, bad
+// options), with nothing on standard output.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -26,6 +31,7 @@
 #include "io/npy.h"
 #include "metrics/fid.h"
 #include "metrics/fid_bootstrap.h"
+#include "metrics/fid_statistics.h"
 #include "metrics/gan_evaluation.h"
 #include "metrics/image_features.h"
 #include "metrics/kid.h"
@@ -38,8 +44,9 @@ namespace fs = std::filesystem;
 
 struct Features {
   std::string path;
-  std::string kind;  // "features" or "images"
-  io::DoubleArray array;  // N x D features (for an image set: the extractor's)
+  std::string kind;  // "features", "images" or "statistics"
+  io::DoubleArray array;  // N x D features (for an image set: the extractor's); empty for statistics
+  std::optional<metrics::GaussianStats> stats;  // a statistics file's mu and sigma
 };
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
@@ -98,18 +105,28 @@ Features read_input(const std::string& path, const char* which, ExtractorSource&
   const fs::path file(path);
   std::error_code ec;
   if (!fs::exists(file, ec))
-    throw UsageError(where + ": no such file (give an .npy of N x D features or of N x 1 x H x W images, or "
-                             "mnist-test / mnist-train)");
+    throw UsageError(where + ": no such file (give an .npy of N x D features or of N x 1 x H x W images, an .npz "
+                             "of FID statistics mu and sigma, or mnist-test / mnist-train)");
+  if (!fs::is_directory(file, ec) && metrics::is_fid_statistics_file(file)) {
+    Features f{path, "statistics", {}, {}};
+    try {
+      f.stats = metrics::read_fid_statistics(file);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(which + std::string(": ") + e.what());
+    }
+    return f;
+  }
   if (fs::is_directory(file, ec) || file.extension() != ".npy")
-    throw UsageError(where + ": not an .npy file; give N x D features or N x 1 x H x W / N x H x W images in [0, 1] "
-                             "as .npy, or the image sets mnist-test / mnist-train");
+    throw UsageError(where + ": not an .npy or .npz file; give N x D features or N x 1 x H x W / N x H x W images "
+                             "in [0, 1] as .npy, FID statistics (mu, sigma) as .npz, or the image sets mnist-test / "
+                             "mnist-train");
   io::DoubleArray array;
   try {
     array = io::read_npy_f64(file);
   } catch (const std::exception& e) {
     throw UsageError(e.what());
   }
-  if (array.shape.size() == 2) return {path, "features", std::move(array)};
+  if (array.shape.size() == 2) return {path, "features", std::move(array), {}};
   if (array.shape.size() == 3 || array.shape.size() == 4) {
     metrics::ImageSet set;
     try {
@@ -151,19 +168,44 @@ metrics::TraceRoute checked_route(const FidOptions& o) {
   return route;
 }
 
-// FID, KID and (with --bootstrap) the FID's bootstrap interval of two feature sets.
+// FID, KID and (with --bootstrap) the FID's bootstrap interval of two feature
+// sets; without KID (nullopt) when a side is a statistics file.
 struct FidReport {
   metrics::FidResult f;
-  metrics::KidResult k;
+  std::optional<metrics::KidResult> k;
   std::optional<metrics::FidBootstrap> boot;
 };
 
+// A side's Gaussian: the statistics file's, or fitted to the features.
+metrics::GaussianStats side_stats(const Features& f, const char* name) {
+  if (f.stats) return *f.stats;
+  const metrics::FeatureMatrix m{f.array.values, f.array.shape[0], f.array.shape[1], name};
+  return metrics::gaussian_stats(m);
+}
+
+// FID from mu and sigma when at least one side is a statistics file.
+FidReport measure_statistics(const Features& fa, const Features& fb, metrics::TraceRoute route) {
+  FidReport r;
+  try {
+    const metrics::GaussianStats a = side_stats(fa, "A"), b = side_stats(fb, "B");
+    if (a.dims() != b.dims())
+      throw UsageError("A ('" + fa.path + "') has d = " + std::to_string(a.dims()) + " features but B ('" + fb.path +
+                       "') has d = " + std::to_string(b.dims()) +
+                       ": both sides must come from the same feature extractor");
+    r.f = metrics::frechet_distance(a, b, route);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return r;
+}
+
 FidReport measure(const FidOptions& o, const Features& fa, const Features& fb, metrics::TraceRoute route) {
+  if (fa.stats || fb.stats) return measure_statistics(fa, fb, route);
   const metrics::FeatureMatrix a{fa.array.values, fa.array.shape[0], fa.array.shape[1], "A"};
   const metrics::FeatureMatrix b{fb.array.values, fb.array.shape[0], fb.array.shape[1], "B"};
   FidReport r;
   metrics::FidResult& f = r.f;
-  metrics::KidResult& k = r.k;
+  metrics::KidResult& k = r.k.emplace();
   std::optional<metrics::FidBootstrap>& boot = r.boot;
   // Every error from here on is the input's (rows, D, values, subset sizes).
   try {
@@ -183,7 +225,7 @@ FidReport measure(const FidOptions& o, const Features& fa, const Features& fb, m
 nlohmann::ordered_json fid_json(const FidOptions& o, const Features& fa, const Features& fb,
                                 const ExtractorSource& source, const FidReport& r) {
   const metrics::FidResult& f = r.f;
-  const metrics::KidResult& k = r.k;
+  const std::optional<metrics::KidResult>& k = r.k;
   const std::optional<metrics::FidBootstrap>& boot = r.boot;
   nlohmann::ordered_json j;
   j["a"] = fa.path;
@@ -204,13 +246,14 @@ nlohmann::ordered_json fid_json(const FidOptions& o, const Features& fa, const F
   j["clamped_eigenvalues"] = {{"count", f.clamping.count},
                               {"largest_magnitude", json_number(f.clamping.largest_magnitude)},
                               {"largest_relative", json_number(f.clamping.largest_relative)}};
-  j["kid"] = json_number(k.kid);
-  j["kid_stderr"] = json_number(k.kid_stderr);
+  // KID needs the features themselves: null when a side is a statistics file.
+  j["kid"] = k ? json_number(k->kid) : nlohmann::json(nullptr);
+  j["kid_stderr"] = k ? json_number(k->kid_stderr) : nlohmann::json(nullptr);
   j["kid_stderr_definition"] =
       "standard deviation of the per-subset MMD^2 estimates, 1/K denominator "
       "(torch-fidelity's kernel_inception_distance_std); not divided by sqrt(K)";
-  j["kid_subsets"] = k.subsets;
-  j["kid_subset_size"] = k.subset_size;
+  j["kid_subsets"] = k ? nlohmann::json(k->subsets) : nlohmann::json(nullptr);
+  j["kid_subset_size"] = k ? nlohmann::json(k->subset_size) : nlohmann::json(nullptr);
   j["seed"] = o.seed;
   if (boot)
     j["fid_bootstrap"] = {{"replicates", boot->replicates},
@@ -227,11 +270,14 @@ nlohmann::ordered_json fid_json(const FidOptions& o, const Features& fa, const F
 std::string fid_text(const FidOptions& o, const Features& fa, const Features& fb, const ExtractorSource& source,
                      const FidReport& r) {
   const metrics::FidResult& f = r.f;
-  const metrics::KidResult& k = r.k;
+  const std::optional<metrics::KidResult>& k = r.k;
   const std::optional<metrics::FidBootstrap>& boot = r.boot;
-  std::string out = "A: " + fa.path + " (" + std::to_string(f.n_a) + " x " +
-                    std::to_string(f.dims) + ")\nB: " + fb.path + " (" +
-                    std::to_string(f.n_b) + " x " + std::to_string(f.dims) + ")\n";
+  const auto side = [&](const Features& x, std::size_t n) {
+    return x.stats ? x.path + " (statistics: mu [" + std::to_string(f.dims) + "], sigma [" + std::to_string(f.dims) +
+                         ", " + std::to_string(f.dims) + "])\n"
+                   : x.path + " (" + std::to_string(n) + " x " + std::to_string(f.dims) + ")\n";
+  };
+  std::string out = "A: " + side(fa, f.n_a) + "B: " + side(fb, f.n_b);
   if (source.loaded)
     out += "image sets through the extractor " + source.loaded->record.file + " (sha256 " +
            source.loaded->record.sha256 + ")\n";
@@ -251,11 +297,14 @@ std::string fid_text(const FidOptions& o, const Features& fa, const Features& fb
            number_text(boot->low, "%.6g") + ", " + number_text(boot->high, "%.6g") +
            "], standard error " + number_text(boot->standard_error, "%.3g") + " (" +
            std::to_string(boot->replicates) + " replicates)\n";
-  out += "KID " + number_text(k.kid, "%.6g") + " +- " + number_text(k.kid_stderr, "%.3g") +
-         "  (mean and standard deviation over " + std::to_string(k.subsets) +
-         " subsets of " + std::to_string(k.subset_size) + " rows, seed " +
-         std::to_string(o.seed) + ")\n";
+  if (k)
+    out += "KID " + number_text(k->kid, "%.6g") + " +- " + number_text(k->kid_stderr, "%.3g") +
+           "  (mean and standard deviation over " + std::to_string(k->subsets) + " subsets of " +
+           std::to_string(k->subset_size) + " rows, seed " + std::to_string(o.seed) + ")\n";
+  else
+    out += "KID not computed: it needs the features, and a statistics file holds only mu and sigma\n";
   out += "FID is biased by the sample size: compare FIDs only at equal N (KID is unbiased).\n";
+  if (fa.stats || fb.stats) out += "A statistics file does not record its N: make both sides' statistics at equal N.\n";
   return out;
 }
 
@@ -264,6 +313,10 @@ int run_fid(const FidOptions& o) {
   ExtractorSource source{o.extractor, {}};
   const Features fa = read_input(o.a, "A", source, o.data_dir);
   const Features fb = read_input(o.b, "B", source, o.data_dir);
+  if (o.bootstrap > 0 && (fa.stats || fb.stats))
+    throw UsageError(std::string("--bootstrap resamples the features' rows, but ") + (fa.stats ? "A ('" : "B ('") +
+                     (fa.stats ? fa.path : fb.path) +
+                     "') is a statistics file (mu, sigma only): drop --bootstrap or give the features (.npy)");
   const FidReport r = measure(o, fa, fb, route);
   if (o.json)
     std::cout << fid_json(o, fa, fb, source, r).dump(2) << "\n";
@@ -284,12 +337,16 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
       "left by rounding are set to 0 and reported. KID: unbiased MMD^2, kernel (x.y/d + 1)^3, mean and standard\n"
       "deviation over seeded random subsets (torch-fidelity's defaults). FID is biased by N: compare FIDs only at\n"
       "equal N (and the same extractor), or compare KID. Image sets (N x 1 x H x W or N x H x W .npy in [0, 1], e.g.\n"
-      "samples.npy, or mnist-test / mnist-train) pass through --extractor's features first.\n"
+      "samples.npy, or mnist-test / mnist-train) pass through --extractor's features first. Either side may be a\n"
+      "FID statistics file instead (.npz with mu [d] and sigma [d, d], float32 or float64, as pytorch-fid --save-stats\n"
+      "and clean-fid write it): FID only, no KID or bootstrap; sigma must be symmetric within 1e-4 of its largest\n"
+      "variance. A statistics file does not record N: compare statistics made at equal N.\n"
       "Exit code 0; 2 for unusable input.\n"
-      "Example: mpverify fid generated.npy real.npy --bootstrap 200 --json");
+      "Example: mpverify fid generated.npy real.npy --bootstrap 200 --json\n"
+      "         mpverify fid generated.npy real_stats.npz   (pytorch-fid --save-stats of the real images)");
   app->add_option("A", o->a,
-                  "The first set (e.g. generated): N_a x D features (.npy), or an image set (.npy of images, "
-                  "mnist-test, mnist-train)")
+                  "The first set (e.g. generated): N_a x D features (.npy), an image set (.npy of images, "
+                  "mnist-test, mnist-train), or FID statistics (.npz with mu and sigma)")
       ->required()
       ->type_name("SET");
   app->add_option("B", o->b, "The second set (e.g. held-out real), as A")->required()->type_name("SET");

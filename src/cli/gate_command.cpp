@@ -2,10 +2,12 @@
 //               --margin X [--alpha A] [--method auto|paired|welch]
 //               [--higher-is-better | --lower-is-better] [--accept-single-run]
 //               [--junit FILE] [--json] [--loss-key KEY] [--loss-tail F]
+//               [--fid-reference REAL.npz]
 // The CI parity gate: is the candidate recipe's training equivalent to the
 // baseline's within ±margin? The decision is metrics::evaluate_gate
 // (metrics/parity_gate.h defines it), value files metrics/value_file.h, the
-// JUnit report report::gate_junit_suite; this file reads the inputs and prints.
+// JUnit report report::gate_junit_suite, FIDs from statistics files
+// metrics/fid_statistics_gate.h; this file reads the inputs and prints.
 // Exit codes: 0 equivalent, 1 not equivalent (or a diverged run), 2 bad input
 // (no verdict, no report written, nothing on stdout), 3 inconclusive (one run
 // per side included).
@@ -18,6 +20,7 @@
 #include "cli/commands.h"
 #include "metrics/curve_gate.h"
 #include "metrics/ensemble.h"
+#include "metrics/fid_statistics_gate.h"
 #include "metrics/parity_gate.h"
 #include "metrics/value_file.h"
 #include "report/gate_junit.h"
@@ -27,7 +30,7 @@ namespace mpverify::cli {
 namespace {
 
 struct GateArguments {
-  std::string baseline, candidate, metric, method = "auto", junit, loss_key, mode = "tost";
+  std::string baseline, candidate, metric, method = "auto", junit, loss_key, mode = "tost", fid_reference;
   double margin = 0, alpha = 0.05, loss_tail = 0.1, rtol = 0, target = NAN;
   bool json = false, higher = false, lower = false, accept_single_run = false;
 };
@@ -77,9 +80,33 @@ metrics::GateResult evaluate_curves(const GateArguments& o, const metrics::GateO
   return g;
 }
 
+// --fid-reference: each side a directory of per-run statistics, seed-<s>.npz.
+metrics::GateResult evaluate_statistics(const GateArguments& o) {
+  if (o.metric != "fid")
+    throw UsageError("--fid-reference computes each run's FID from statistics files: give --metric fid, not '" +
+                     o.metric + "'");
+  if (o.mode != "tost") throw UsageError("--fid-reference gates one FID per run: --mode tost only");
+  for (const std::string& side : {o.baseline, o.candidate})
+    if (metrics::is_value_file(side))
+      throw UsageError("--fid-reference: '" + side + "' is a value file; with --fid-reference each side is a "
+                       "directory of per-run FID statistics, seed-<s>.npz (value files already hold FIDs: drop "
+                       "--fid-reference)");
+  std::error_code same_error;
+  if (std::filesystem::equivalent(o.baseline, o.candidate, same_error))
+    throw UsageError("--baseline and --candidate name the same directory (" + o.candidate +
+                     "): a run compared with itself shows no spread and proves nothing; give the candidate recipe's "
+                     "statistics");
+  try {
+    return metrics::evaluate_fid_statistics_gate(o.baseline, o.candidate, o.fid_reference, gate_options(o, false));
+  } catch (const std::exception& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // Both sides read and decided; every failure before the verdict is the
 // input's: exit 2, never main's 1, which would read as "not equivalent".
 metrics::GateResult evaluate(const GateArguments& o) {
+  if (!o.fid_reference.empty()) return evaluate_statistics(o);
   const bool file_b = metrics::is_value_file(o.baseline), file_c = metrics::is_value_file(o.candidate);
   if (file_b != file_c)
     throw UsageError("--baseline is " + std::string(file_b ? "a value file" : "a directory") + " but --candidate " +
@@ -147,6 +174,8 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
       "  Infinity or null (JSON, as Python's json.dump writes them) is a run that diverged: exit 1.\n"
       "Fewer than 2 runs on a side is inconclusive (exit 3), unless --accept-single-run with one run per side.\n"
       "--mode curve (golden values, --rtol) and --mode mlperf (steps to --target) gate per-step curves instead.\n"
+      "--fid-reference REAL.npz (--metric fid): each side is a directory of per-run FID statistics seed-<s>.npz\n"
+      "  (mu, sigma: pytorch-fid --save-stats, clean-fid), each run's FID computed against REAL.npz's statistics.\n"
       "Exit code: 0 equivalent, 1 not equivalent or a run diverged, 2 bad input (no verdict), 3 inconclusive.\n"
       "Example: mpverify gate --baseline runs/fp32 --candidate runs/o2 --metric accuracy --margin 1 --junit gate.xml\n"
       "         mpverify gate --baseline fp32.csv --candidate bf16.csv --metric bleu --margin 0.3");
@@ -196,6 +225,11 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--junit", o->junit, "Also write a JUnit XML report to FILE (atomically; not on bad input)")
       ->type_name("FILE");
   app->add_flag("--json", o->json, "Print the whole result as JSON instead of the verdict line");
+  app->add_option("--fid-reference", o->fid_reference,
+                  "--metric fid from statistics: the reference FID statistics (.npz with mu [d], sigma [d, d], e.g. "
+                  "the real images'); each side is then a directory of per-run statistics seed-<s>.npz, and each "
+                  "run's FID is computed against this file (statistics do not record N: make them at equal N)")
+      ->type_name("REAL.npz");
   app->add_option("--loss-key", o->loss_key, "loss: the steps' key compared (default loss, or loss_g)")
       ->type_name("KEY");
   app->add_option("--loss-tail", o->loss_tail,

@@ -568,10 +568,10 @@ void decide(GateResult& g, Side& b, Side& c, const GateOptions& options, double 
   g.reason = verdict_reason(g, options);
 }
 
-// A value file's record as a run outcome: named file:line, a non-finite value diverged.
+// A value file's record as a run outcome: named file:line (or its source), a non-finite value diverged.
 RunOutcome file_outcome(const ValueFile& file, const ValueRecord& r) {
   RunOutcome o;
-  o.run = file.name + ":" + std::to_string(r.line);
+  o.run = r.source.empty() ? file.name + ":" + std::to_string(r.line) : r.source;
   o.seed = r.seed;
   o.value = r.value;
   o.stderr_value = r.stderr_value;

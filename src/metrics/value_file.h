@@ -48,6 +48,7 @@ struct ValueRecord {
   std::optional<double> stderr_value; // the `stderr` column / key
   std::optional<std::int64_t> replicates;
   std::size_t line = 0;               // 1-based line of the record in the file
+  std::string source;                 // what the gate calls the run when not file:line (e.g. a statistics file)
 };
 
 struct ValueFile {
