@@ -21,23 +21,6 @@ namespace {
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-// Over the finite values, in eight interleaved partial sums of the (exact) squares: one running sum waits
-// on each addition's latency, eight keep the adder busy and vectorize. Non-finite values add 0, without a
-// branch (|v| <= FLT_MAX is false for infinities and NaN).
-double l2_norm(std::span<const float> x) {
-  constexpr std::size_t lanes = 8;
-  std::array<double, lanes> sums{};
-  auto square = [](float v) {
-    const double d = std::fabs(v) <= std::numeric_limits<float>::max() ? static_cast<double>(v) : 0.0;
-    return d * d;
-  };
-  std::size_t i = 0;
-  for (; i + lanes <= x.size(); i += lanes)
-    for (std::size_t j = 0; j < lanes; ++j) sums[j] += square(x[i + j]);
-  for (; i < x.size(); ++i) sums[0] += square(x[i]);
-  return std::sqrt(((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7])));
-}
-
 }  // namespace
 
 void StepRecorder::begin_step(std::size_t step, bool keep_records, bool histograms) {
@@ -119,7 +102,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
                            {"overflow_rate", s.overflow_rate},
                            {"max_abs", s.max_abs},
                            {"headroom_log2", number_or_null(s.headroom_log2)},
-                           {"norm", l2_norm(values)}});
+                           {"norm", s.norm}});
   if (scale != 1.0) tensor_lines_.back()["scale"] = scale;
   if (!histograms_) return;
   nlohmann::json h = record::histogram_to_json(s.histogram);
