@@ -74,7 +74,7 @@ void StepRecorder::on_block_quantized(std::string_view layer, std::string_view o
                           {"zero_scales", stats.zero_scales}});
 }
 
-void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+RateCounts StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
                           std::span<const float> values, const formats::Format& format, double scale) {
   const formats::Format& target = format == nn::Precision::fp32() ? study_ : format;
   const record::TensorStats s = record::tensor_stats(values, target, scale);
@@ -86,7 +86,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
   if (role == nn::Role::activation_grad || role == nn::Role::weight_grad) gradients_ += counts;
   if (role == nn::Role::activation) activations_ += counts;
   if (!thresholds_.contains(target.name)) thresholds_[target.name] = record::thresholds_to_json(s.thresholds);
-  if (!keep_) return;
+  if (!keep_) return counts;
   tensor_lines_.push_back({{"step", step_},
                            {"layer", layer},
                            {"tensor", tensor},
@@ -104,7 +104,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
                            {"headroom_log2", number_or_null(s.headroom_log2)},
                            {"norm", s.norm}});
   if (scale != 1.0) tensor_lines_.back()["scale"] = scale;
-  if (!histograms_) return;
+  if (!histograms_) return counts;
   nlohmann::json h = record::histogram_to_json(s.histogram);
   h["step"] = step_;
   h["layer"] = layer;
@@ -112,6 +112,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
   h["role"] = nn::to_string(role);
   h["format"] = target.name;
   histogram_lines_.push_back(std::move(h));
+  return counts;
 }
 
 }  // namespace mpverify::training
