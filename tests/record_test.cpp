@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <array>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "record/lost_updates.h"
 #include "record/run_log.h"
 #include "record/tensor_stats.h"
+#include "record/tensor_stats_fused.h"
 
 namespace {
 
@@ -286,6 +288,138 @@ TEST(RecordTensorStats, BothPathsAgree) {
       EXPECT_EQ(q.headroom_log2, s.headroom_log2);
     }
   }
+}
+
+// --- the fused pass against the separate passes ------------------------------------------
+// The separate passes (quantize with counters, ExponentHistogram::add, the maximum, the norm: the path
+// tensor_stats took before the fused one existed) are the definition; the fused pass must give the same
+// counts and the same bits of every output, in both kernels, for every format it accepts.
+
+// Values on both sides of each threshold of f (computed here from the format's constants, in double, then
+// stepped through neighbouring floats): half the smallest subnormal, the smallest subnormal, the tininess
+// midpoint below the smallest normal, the smallest normal, the largest finite and the midpoint above it.
+std::vector<float> threshold_neighbours(const formats::Format& f) {
+  const double ulp_top = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(f.max_finite()))) - f.mantissa_bits);
+  std::vector<float> out;
+  for (const double t : {f.min_subnormal() / 2, f.min_subnormal(), f.min_subnormal() * 1.5,
+                         f.min_normal() * (1 - std::ldexp(1.0, -(f.precision() + 1))), f.min_normal(),
+                         f.max_finite(), f.max_finite() + ulp_top / 2, f.max_finite() + ulp_top}) {
+    if (!(t < std::numeric_limits<float>::max())) continue;
+    float v = static_cast<float>(t);
+    for (int i = 0; i < 6; ++i) v = std::nextafter(v, 0.0f);
+    for (int i = 0; i < 12; ++i, v = std::nextafter(v, inf)) {
+      out.push_back(v);
+      out.push_back(-v);
+    }
+  }
+  return out;
+}
+
+// Random magnitudes over the whole float range (subnormals included), zeros of both signs, infinities,
+// quiet and signalling NaNs of both signs, and f's threshold neighbours, shuffled.
+std::vector<float> fused_test_values(const formats::Format& f, std::uint32_t seed, std::size_t n) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<std::uint32_t> bits(0, 0xffffffffu);
+  std::uniform_int_distribution<int> kind(0, 99), exponent(-30, 30);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  const std::vector<float> edges = threshold_neighbours(f);
+  const std::array<std::uint32_t, 6> specials = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fa00001u,
+                                                 0xffc00000u};
+  std::vector<float> x(n);
+  for (auto& v : x) {
+    const int k = kind(gen);
+    if (k < 6) v = std::bit_cast<float>(specials[static_cast<std::size_t>(k)]);
+    else if (k < 12) v = std::bit_cast<float>(bits(gen) & 0x807fffffu);  // float subnormals
+    else if (k < 40) v = std::bit_cast<float>(bits(gen));                 // anywhere, NaNs included
+    else if (k < 60) v = edges[bits(gen) % edges.size()];
+    else v = std::ldexp(mantissa(gen), exponent(gen)) * (k % 2 ? 1.0f : -1.0f);  // the typical range
+  }
+  return x;
+}
+
+void expect_fused_equals_separate(const std::vector<float>& x, const formats::Format& f) {
+  const auto& c = record::detail::rounding_classifier(f);
+  ASSERT_TRUE(c.usable);
+  const record::TensorStats ref = record::tensor_stats(x, f, 1.0, record::StatsPath::quantize);
+  std::vector<record::detail::FusedKernel> kernels = {record::detail::FusedKernel::portable};
+  if (record::detail::fused_avx512_available()) kernels.push_back(record::detail::FusedKernel::avx512);
+  for (const auto kernel : kernels) {
+    SCOPED_TRACE(kernel == record::detail::FusedKernel::portable ? "portable" : "avx512");
+    const auto r = record::detail::fused_pass(x, c, kernel);
+    EXPECT_EQ(r.counters, ref.counters);
+    EXPECT_EQ(r.histogram, ref.histogram);
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(static_cast<double>(r.max_abs)), std::bit_cast<std::uint64_t>(ref.max_abs));
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(r.norm), std::bit_cast<std::uint64_t>(ref.norm));
+  }
+  const record::TensorStats fused = record::tensor_stats(x, f, 1.0, record::StatsPath::fused);
+  EXPECT_EQ(fused.counters, ref.counters);
+  EXPECT_EQ(fused.histogram, ref.histogram);
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(fused.headroom_log2), std::bit_cast<std::uint64_t>(ref.headroom_log2));
+  EXPECT_EQ(fused.underflow_to_zero_rate, ref.underflow_to_zero_rate);
+  EXPECT_EQ(fused.nonzero_finite, ref.nonzero_finite);
+}
+
+std::vector<formats::Format> fused_formats() {
+  std::vector<formats::Format> out = formats::presets();
+  for (const char* name : {"fp32", "e5m7", "e3m2", "e2m1", "e4m3", "e6m9", "e8m22", "fp16:saturate", "e5m2:nan"})
+    out.push_back(formats::parse_format(name));
+  return out;
+}
+
+TEST(TensorStatsFused, EqualsTheSeparatePassesOnEveryFormatItAccepts) {
+  int accepted = 0;
+  for (const formats::Format& f : fused_formats()) {
+    SCOPED_TRACE(f.name);
+    if (!record::detail::rounding_classifier(f).usable) {
+      EXPECT_THROW(record::tensor_stats(std::vector<float>{1.0f}, f, 1.0, record::StatsPath::fused),
+                   std::invalid_argument);
+      continue;
+    }
+    ++accepted;
+    expect_fused_equals_separate(fused_test_values(f, 11, 100003), f);
+  }
+  // The formats the recorders meet: every signed preset with a zero and subnormals.
+  for (const char* name : {"fp16", "bf16", "tf32", "fp32", "fp8-e4m3", "fp8-e5m2", "fp8-e4m3fnuz", "fp4-e2m1"})
+    EXPECT_TRUE(record::detail::rounding_classifier(formats::parse_format(name)).usable) << name;
+  EXPECT_GE(accepted, 12);
+}
+
+TEST(TensorStatsFused, EveryLengthAndAlignment) {
+  // Lengths around the kernels' blocks (16 lanes, 8 partial sums), and starts off a vector boundary.
+  const auto all = fused_test_values(fp16, 12, 200);
+  for (std::size_t start : {0u, 1u, 3u})
+    for (std::size_t n = 0; n <= 70; ++n) {
+      SCOPED_TRACE(std::to_string(start) + "+" + std::to_string(n));
+      expect_fused_equals_separate(std::vector<float>(all.begin() + start, all.begin() + start + n), fp16);
+    }
+}
+
+TEST(TensorStatsFused, ScalesOtherThanOneAndUnclassifiedFormatsTakeTheSeparatePasses) {
+  const std::vector<float> x = {1.0f, 0x1p-30f};
+  EXPECT_THROW(record::tensor_stats(x, fp16, 2.0, record::StatsPath::fused), std::invalid_argument);
+  for (const char* name : {"e8m0", "ue4m3", "fp16:ftz"}) {
+    const auto f = formats::parse_format(name);
+    EXPECT_FALSE(record::detail::rounding_classifier(f).usable) << name;
+    const auto automatic = record::tensor_stats(x, f, 1.0);
+    EXPECT_EQ(automatic.counters, record::tensor_stats(x, f, 1.0, record::StatsPath::quantize).counters) << name;
+  }
+}
+
+// The norm against its definition computed independently here: eight partial sums in long double would
+// differ, so the order is transcribed from tensor_stats.h and the squares are formed the same way.
+TEST(TensorStatsFused, NormFollowsItsDocumentedOrder) {
+  const auto x = fused_test_values(bf16, 13, 1003);
+  double sums[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= x.size(); i += 8)
+    for (std::size_t j = 0; j < 8; ++j)
+      if (std::isfinite(x[i + j])) sums[j] += static_cast<double>(x[i + j]) * static_cast<double>(x[i + j]);
+  for (; i < x.size(); ++i)
+    if (std::isfinite(x[i])) sums[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  const double expected =
+      std::sqrt(((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7])));
+  EXPECT_EQ(record::tensor_stats(x, bf16, 1.0).norm, expected);
+  EXPECT_EQ(record::tensor_stats(x, bf16, 1.0, record::StatsPath::quantize).norm, expected);
 }
 
 // --- lost updates --------------------------------------------------------------

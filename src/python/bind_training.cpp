@@ -1,8 +1,11 @@
 // The loss-scale strategies as objects, and the recorders and run log that a
 // run directory is written with (what `mpverify train` writes, for the
 // Monitor to write the same files).
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -103,6 +106,16 @@ std::vector<std::string> lines_text(const std::vector<nlohmann::json>& v) {
   return out;
 }
 
+std::pair<std::uint64_t, std::uint64_t> record_one(training::StepRecorder& r, const std::string& layer,
+                                                   const std::string& tensor, const std::string& role,
+                                                   const std::string& pass, const py::array& x, const std::string& bits,
+                                                   const std::string& format, double scale) {
+  const FloatInput in(x, bits, layer + "." + tensor);
+  const training::RateCounts c =
+      r.record(layer, tensor, parse_role(role), parse_pass(pass), in.values(), formats::parse_format(format), scale);
+  return {c.nonzero, c.underflow_to_zero};
+}
+
 void bind_scaler(py::module_& m) {
   py::class_<PyScaler>(m, "Scaler", "A loss-scale or FP8-scale strategy (`mpverify replay-scalers` lists them).")
       .def(py::init<const std::string&, const std::map<std::string, std::string>&>(), py::arg("name"),
@@ -124,12 +137,31 @@ void bind_recorder(py::module_& m) {
           "record",
           [](training::StepRecorder& r, const std::string& layer, const std::string& tensor, const std::string& role,
              const std::string& pass, const py::array& x, const std::string& bits, const std::string& format,
-             double scale) {
-            const FloatInput in(x, bits, layer + "." + tensor);
-            r.record(layer, tensor, parse_role(role), parse_pass(pass), in.values(), formats::parse_format(format), scale);
-          }, exact_fp(),
-          py::arg("layer"), py::arg("tensor"), py::arg("role"), py::arg("pass_"), py::arg("x"), py::arg("bits"),
-          py::arg("format"), py::arg("scale"))
+             double scale) { return record_one(r, layer, tensor, role, pass, x, bits, format, scale); },
+          exact_fp(), py::arg("layer"), py::arg("tensor"), py::arg("role"), py::arg("pass_"), py::arg("x"),
+          py::arg("bits"), py::arg("format"), py::arg("scale"),
+          "Measures one tensor; returns its (nonzero_finite, underflow_to_zero)")
+      .def(
+          "record_many",
+          [](training::StepRecorder& r, const py::list& items) {
+            // One crossing for many tensors (a step's weights, its weight gradients): each item is the
+            // tuple of record()'s arguments, recorded in order, as the same calls one by one would.
+            std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+            out.reserve(items.size());
+            for (const py::handle item : items) {
+              const auto t = item.cast<py::tuple>();
+              if (t.size() != 8)
+                throw std::invalid_argument("record_many: each item is (layer, tensor, role, pass, x, bits, format, "
+                                            "scale), not a tuple of " + std::to_string(t.size()));
+              out.push_back(record_one(r, t[0].cast<std::string>(), t[1].cast<std::string>(),
+                                       t[2].cast<std::string>(), t[3].cast<std::string>(), t[4].cast<py::array>(),
+                                       t[5].cast<std::string>(), t[6].cast<std::string>(), t[7].cast<double>()));
+            }
+            return out;
+          },
+          exact_fp(), py::arg("items"),
+          "record() for each (layer, tensor, role, pass, x, bits, format, scale), in one call; returns the "
+          "list of (nonzero_finite, underflow_to_zero)")
       .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })
       .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
       .def("take_tensor_lines_text", [](training::StepRecorder& r) { return lines_text(r.take_tensor_lines()); },

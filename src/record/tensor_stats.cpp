@@ -12,6 +12,7 @@
 
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
+#include "record/tensor_stats_fused.h"
 
 namespace mpverify::record {
 
@@ -36,6 +37,23 @@ float finite_max_abs(std::span<const float> x) {
   return std::bit_cast<float>(max_bits);
 }
 
+// The norm's definition (tensor_stats.h), the order the fused pass keeps: eight interleaved partial sums
+// keep the adder busy and vectorize. Non-finite values add 0, without a branch (|v| <= FLT_MAX is false
+// for infinities and NaN).
+double l2_norm(std::span<const float> x) {
+  constexpr std::size_t lanes = 8;
+  std::array<double, lanes> sums{};
+  auto square = [](float v) {
+    const double d = std::fabs(v) <= std::numeric_limits<float>::max() ? static_cast<double>(v) : 0.0;
+    return d * d;
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= x.size(); i += lanes)
+    for (std::size_t j = 0; j < lanes; ++j) sums[j] += square(x[i + j]);
+  for (; i < x.size(); ++i) sums[0] += square(x[i]);
+  return std::sqrt(((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7])));
+}
+
 double rate(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
@@ -55,15 +73,10 @@ double headroom_log2(double a, double b) {
   return static_cast<double>(n) + std::log2(r);
 }
 
-}  // namespace
-
-TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale, StatsPath path) {
-  if (!(std::isfinite(scale) && scale > 0 && static_cast<double>(static_cast<float>(scale)) == scale))
-    throw std::invalid_argument("tensor_stats: scale " + std::to_string(scale) +
-                                " is not a finite positive float value");
-  TensorStats s;
-  s.thresholds = emu::format_thresholds(target);
-
+// The counters and the histogram by the separate passes (the definition): quantize or scalar rounding,
+// ExponentHistogram::add; returns the largest finite |x|.
+float separate_passes(std::span<const float> x, const formats::Format& target, double scale, StatsPath path,
+                      TensorStats& s) {
   // Products computed once; `all_exact` decides the path. At scale 1 (activations, and every tensor of a
   // run without a loss scale) x is its own product: no copy, and the quantize path.
   std::vector<float> products;
@@ -109,6 +122,37 @@ TensorStats tensor_stats(std::span<const float> x, const formats::Format& target
     }
   }
   s.histogram.add(x, static_cast<float>(scale));
+  s.norm = l2_norm(x);
+  return max_abs;
+}
+
+}  // namespace
+
+TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale, StatsPath path) {
+  if (!(std::isfinite(scale) && scale > 0 && static_cast<double>(static_cast<float>(scale)) == scale))
+    throw std::invalid_argument("tensor_stats: scale " + std::to_string(scale) +
+                                " is not a finite positive float value");
+  TensorStats s;
+  s.thresholds = emu::format_thresholds(target);
+
+  float max_abs = 0;
+  const detail::RoundingClassifier* fused =
+      scale == 1.0 && (path == StatsPath::automatic || path == StatsPath::fused) ? &detail::rounding_classifier(target)
+                                                                               : nullptr;
+  if (fused != nullptr && fused->usable) {
+    detail::FusedResult r = detail::fused_pass(
+        x, *fused, detail::fused_avx512_available() ? detail::FusedKernel::avx512 : detail::FusedKernel::portable);
+    s.counters = r.counters;
+    s.histogram = r.histogram;
+    s.norm = r.norm;
+    max_abs = r.max_abs;
+  } else if (path == StatsPath::fused) {
+    throw std::invalid_argument("tensor_stats: path fused needs scale 1 and a signed format with a zero and "
+                                "subnormals that the fused pass classifies; " + target.name + " at scale " +
+                                std::to_string(scale) + " is not one");
+  } else {
+    max_abs = separate_passes(x, target, scale, path, s);
+  }
 
   const emu::Counters& c = s.counters;
   s.count = c.elements;

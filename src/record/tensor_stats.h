@@ -8,13 +8,18 @@
 // exact v may lie outside float's range (e.g. 2^120 * 2^16 for bf16), which is
 // why v is rounded from the double, not from a float product.
 //
-// Two paths count the roundings, with identical results (a test compares them):
+// Three paths count the roundings, with identical results (tests compare them):
+//  - fused: at scale 1, one pass over the float bits gives the counters, the histogram, the maximum and the
+//    norm together (record/tensor_stats_fused.h: the counts as thresholds on |x|'s bits, found from and
+//    checked against the quantize path per format; an AVX-512 kernel where the CPU has it);
 //  - quantize: when every v is exactly a float (always the case for a
 //    power-of-two scale that keeps the tensor inside float's normal range),
 //    the float products go through emu::quantize with counters (SIMD for fp16);
 //  - scalar: otherwise every v goes through formats::from_double and
 //    emu::count_rounding, element by element.
-// `automatic` picks quantize when it is exact for the whole tensor.
+// `automatic` picks fused at scale 1 for a format it can classify (signed, with a zero and subnormals),
+// else quantize when it is exact for the whole tensor, else scalar. The quantize and scalar paths are the
+// definition the fused one is held to.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +31,7 @@
 
 namespace mpverify::record {
 
-enum class StatsPath { automatic, quantize, scalar };
+enum class StatsPath { automatic, fused, quantize, scalar };
 
 struct TensorStats {
   std::uint64_t count = 0;         // elements
@@ -41,6 +46,10 @@ struct TensorStats {
   double overflow_rate = 0;
   // Largest |x| over the finite x (0 when there is none); of x, not of v.
   double max_abs = 0;
+  // sqrt(sum of x^2) over the finite x, of x, not of v: the squares are exact in double and summed in
+  // eight interleaved partial sums (element i into sum i mod 8, the tail past the last whole eight into
+  // sum 0, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))): that order is part of the result.
+  double norm = 0;
   // log2(max_finite / (scale * max_abs)), from the binary exponents and
   // significands of max_finite and the exact scale * max_abs: an exact integer
   // when that ratio is a power of two, else within an ulp or two of the true
@@ -53,7 +62,8 @@ struct TensorStats {
 };
 
 // Throws std::invalid_argument when scale is not a finite positive float value,
-// and when `path` is quantize but some x * scale is not exactly a float.
+// when `path` is quantize but some x * scale is not exactly a float, and when `path` is fused at another
+// scale than 1 or for a format the fused pass cannot classify.
 TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale = 1.0,
                          StatsPath path = StatsPath::automatic);
 

@@ -21,23 +21,6 @@ namespace {
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-// Over the finite values, in eight interleaved partial sums of the (exact) squares: one running sum waits
-// on each addition's latency, eight keep the adder busy and vectorize. Non-finite values add 0, without a
-// branch (|v| <= FLT_MAX is false for infinities and NaN).
-double l2_norm(std::span<const float> x) {
-  constexpr std::size_t lanes = 8;
-  std::array<double, lanes> sums{};
-  auto square = [](float v) {
-    const double d = std::fabs(v) <= std::numeric_limits<float>::max() ? static_cast<double>(v) : 0.0;
-    return d * d;
-  };
-  std::size_t i = 0;
-  for (; i + lanes <= x.size(); i += lanes)
-    for (std::size_t j = 0; j < lanes; ++j) sums[j] += square(x[i + j]);
-  for (; i < x.size(); ++i) sums[0] += square(x[i]);
-  return std::sqrt(((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7])));
-}
-
 }  // namespace
 
 void StepRecorder::begin_step(std::size_t step, bool keep_records, bool histograms) {
@@ -91,7 +74,7 @@ void StepRecorder::on_block_quantized(std::string_view layer, std::string_view o
                           {"zero_scales", stats.zero_scales}});
 }
 
-void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+RateCounts StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
                           std::span<const float> values, const formats::Format& format, double scale) {
   const formats::Format& target = format == nn::Precision::fp32() ? study_ : format;
   const record::TensorStats s = record::tensor_stats(values, target, scale);
@@ -103,7 +86,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
   if (role == nn::Role::activation_grad || role == nn::Role::weight_grad) gradients_ += counts;
   if (role == nn::Role::activation) activations_ += counts;
   if (!thresholds_.contains(target.name)) thresholds_[target.name] = record::thresholds_to_json(s.thresholds);
-  if (!keep_) return;
+  if (!keep_) return counts;
   tensor_lines_.push_back({{"step", step_},
                            {"layer", layer},
                            {"tensor", tensor},
@@ -119,9 +102,9 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
                            {"overflow_rate", s.overflow_rate},
                            {"max_abs", s.max_abs},
                            {"headroom_log2", number_or_null(s.headroom_log2)},
-                           {"norm", l2_norm(values)}});
+                           {"norm", s.norm}});
   if (scale != 1.0) tensor_lines_.back()["scale"] = scale;
-  if (!histograms_) return;
+  if (!histograms_) return counts;
   nlohmann::json h = record::histogram_to_json(s.histogram);
   h["step"] = step_;
   h["layer"] = layer;
@@ -129,6 +112,7 @@ void StepRecorder::record(std::string_view layer, std::string_view tensor, nn::R
   h["role"] = nn::to_string(role);
   h["format"] = target.name;
   histogram_lines_.push_back(std::move(h));
+  return counts;
 }
 
 }  // namespace mpverify::training

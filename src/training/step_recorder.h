@@ -69,7 +69,8 @@ class StepRecorder final : public nn::StoreObserver {
   // A tensor the trainer holds (weights, updates): measured as if stored in `format`. `scale`: the
   // values are measured as values * scale (exact; record::tensor_stats), for a caller that holds
   // unscaled gradients and asks what they are at the loss scale; the line then says the scale.
-  void record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+  // Returns the tensor's own counts (what it added to gradients() or activations()).
+  RateCounts record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
               std::span<const float> values, const formats::Format& format, double scale = 1.0);
 
   // Sums over the step's tensors: gradients (activation and weight) and activations.

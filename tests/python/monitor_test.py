@@ -358,3 +358,162 @@ def test_monitor_records_an_emulated_model(tmp_path):
     assert len(steps) == 3 and all(math.isfinite(s["loss"]) for s in steps)
     # Their outputs are float32 tensors: measured against the study format (fp16), as any fp32 tensor.
     assert all(t["format"] == "fp16" for t in lines if t["layer"] == "0" and t["tensor"] == "y")
+
+
+# --- the files are the same bytes as before the recorder's fused pass ----------------------------------
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "data", "monitor_golden.json")
+
+
+def torch_fingerprint():
+    """SHA-256 of torch's own forward output and gradients of the small CNN: when torch computes other bits
+    on this machine (another version, other kernels), the runs below differ for torch's sake, not ours."""
+    import hashlib
+    torch.manual_seed(1)
+    model = small_cnn()
+    x, y = next(batches(1, 1))
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    h = hashlib.sha256(model(x).detach().numpy().tobytes())
+    for p in model.parameters():
+        h.update(p.grad.numpy().tobytes())
+    return h.hexdigest()
+
+
+def golden_run(out, seed, every, scaler=None, autocast=False, loss_factor=1.0, inf_step=None):
+    torch.manual_seed(seed)
+    model = small_cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="g", verbose=False)
+    if inf_step is not None:
+        def hook(module, inputs):
+            if monitor._step == inf_step:
+                return (inputs[0] * float("inf"),)
+        model[3].register_forward_pre_hook(hook)
+    for x, y in batches(seed, 12):
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = torch.nn.functional.cross_entropy(model(x), y) * loss_factor
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        monitor.step(loss)
+    monitor.close()
+
+
+def test_monitor_files_are_the_same_bytes_as_before(tmp_path):
+    # The digests were written by the Monitor before its recorder computed the statistics in one fused pass
+    # and took several tensors per call; every file of five runs (fp32, every 3rd step, a static scale that
+    # is not a power of two with tiny gradients, bf16 autocast with torch's rule, an inf planted in forward)
+    # must be the same bytes.
+    import hashlib
+    golden = json.load(open(GOLDEN))
+    if torch_fingerprint() != golden["torch_fingerprint"]:
+        pytest.skip(f"torch {torch.__version__} computes other bits here than torch {golden['torch']} did")
+    golden_run(tmp_path / "plain", 1, 1)
+    golden_run(tmp_path / "every3", 2, 3)
+    golden_run(tmp_path / "static3x", 3, 1, scaler=mt.GradScaler("static", scale=3 * 2 ** 14), loss_factor=2.0 ** -20)
+    golden_run(tmp_path / "bf16", 4, 2, scaler=mt.GradScaler("torch"), autocast=True)
+    golden_run(tmp_path / "inf", 5, 1, scaler=mt.GradScaler("torch"), inf_step=4)
+    for run, files in golden["runs"].items():
+        for name, digest in files.items():
+            with open(tmp_path / run / name, "rb") as f:
+                assert hashlib.sha256(f.read()).hexdigest() == digest, f"{run}/{name}"
+
+
+# --- provenance="recorded_steps": module hooks on recorded steps only -----------------------------------
+
+def test_provenance_on_recorded_steps_only(tmp_path):
+    counted = {"hooks": 0}
+
+    def count_hooks(model, monitor):
+        # Counts the Monitor's forward hooks attached on each step (a pre-hook sees them before they run).
+        def hook(module, inputs):
+            counted["hooks"] += len(module._forward_hooks)
+        model[0].register_forward_pre_hook(hook)
+
+    def planted(model, monitor):
+        count_hooks(model, monitor)
+
+        def inf_input(module, inputs):  # step 3 (not recorded): a NaN in forward that ReLU keeps
+            if monitor._step == 3:
+                return (inputs[0] * float("nan"),)
+        model[3].register_forward_pre_hook(inf_input)
+
+    torch.manual_seed(2)
+    model = small_cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = mt.GradScaler("torch")  # skips the step with NaN gradients: the weights stay finite
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=tmp_path / "run", every=2, verbose=False,
+                         provenance="recorded_steps")
+    planted(model, monitor)
+    for x, y in batches(2, 6):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        monitor.step(loss)
+    monitor.close()
+    assert counted["hooks"] == 3  # steps 0, 2 and 4: one hook each on module 0; none on 1, 3, 5
+    steps = read_lines(tmp_path / "run" / "steps.jsonl")
+    # Step 3 is not recorded: without module hooks the loss (non-finite, and before every gradient) names it.
+    assert steps[3]["nonfinite"] == {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
+    assert steps[3]["found_inf"] and steps[3]["skipped"] and not steps[3]["recorded"]
+    assert all(s["nonfinite"] is None for i, s in enumerate(steps) if i != 3)
+    lines = read_lines(tmp_path / "run" / "tensors.jsonl")
+    assert {t["step"] for t in lines} == {0, 2, 4}
+    with pytest.raises(ValueError, match="provenance must be one of every_step, recorded_steps"):
+        mt.Monitor(model, opt, out=tmp_path / "bad", provenance="sometimes")
+
+
+def test_provenance_modes_record_the_same_steps(tmp_path):
+    # On recorded steps both modes hook every module: their tensors and histograms are the same bytes.
+    for mode in ("every_step", "recorded_steps"):
+        torch.manual_seed(4)
+        model = small_cnn()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        monitor = mt.Monitor(model, opt, out=tmp_path / mode, every=3, verbose=False, provenance=mode)
+        for x, y in batches(4, 7):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            monitor.step(loss)
+        monitor.close()
+    for name in ("tensors.jsonl", "histograms.jsonl", "steps.jsonl"):
+        with open(tmp_path / "every_step" / name, "rb") as a, open(tmp_path / "recorded_steps" / name, "rb") as b:
+            assert a.read() == b.read(), name
+
+
+def test_provenance_on_recorded_steps_only_checks_the_parameter_gradients(tmp_path):
+    # Step 1 is not recorded (every=2): Spike's backward makes its dx infinite, the loss stays finite. Without
+    # module hooks the first parameter, in the model's order, whose gradient is non-finite is named.
+    def backward_inf(model, monitor):
+        def hook(module, inputs):
+            module.backward_factor = float("inf") if monitor._step == 1 else 1.0
+        model[2].register_forward_pre_hook(hook)
+
+    torch.manual_seed(1)
+    model = small_cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = mt.GradScaler("torch")
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=tmp_path / "run", every=2, verbose=False,
+                         provenance="recorded_steps")
+    backward_inf(model, monitor)
+    for x, y in batches(1, 3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        monitor.step(loss)
+    monitor.close()
+    steps = read_lines(tmp_path / "run" / "steps.jsonl")
+    first = steps[1]["nonfinite"]
+    assert (first["layer"], first["tensor"], first["pass"]) == ("0", "weight.grad", "backward"), first
+    assert first["count"] == model[0].weight.numel()  # dx of Spike is inf everywhere: so is conv 0's weight gradient
+    assert steps[0]["nonfinite"] is None and steps[2]["nonfinite"] is None

@@ -39,16 +39,21 @@ class Monitor:
     every: record tensors every N-th step (every step still logs loss, scale, skipped, found_inf and the
     first non-finite value). histograms: write histograms.jsonl. seed, name, data, config: written into
     summary.json's config (the parity gate pairs runs by seed and requires equal model, data, steps,
-    batch_size and optimizer on both sides)."""
+    batch_size and optimizer on both sides). provenance: "every_step" (hooks on every step find the module
+    of any step's first non-finite value) or "recorded_steps" (module hooks only on recorded steps; the
+    other steps check only the loss and the parameter gradients, and cost no hook at all)."""
 
     def __init__(self, model, optimizer, scaler=None, study_format="fp16", every=1, out="runs/monitor",
-                 histograms=True, seed=None, name=None, data="user", config=None, verbose=True):
+                 histograms=True, seed=None, name=None, data="user", config=None, verbose=True,
+                 provenance="every_step"):
         if every < 1:
             raise ValueError(f"every must be at least 1, not {every}")
+        if provenance not in PROVENANCE_MODES:
+            raise ValueError(f"provenance must be one of {', '.join(PROVENANCE_MODES)}, not {provenance!r}")
         _core.format_info(study_format)  # raises on an unknown name before anything is written
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
         self.study_format, self.every, self.out, self.histograms = study_format, every, str(out), histograms
-        self.verbose = verbose
+        self.verbose, self.provenance = verbose, provenance
         self._config = {"model": name or type(model).__name__, "data": data, "seed": seed,
                         "optimizer": type(optimizer).__name__.lower(), "scaler": _scaler_name(scaler),
                         "backend": "torch", "study_format": study_format, "record_every": every,
@@ -61,14 +66,15 @@ class Monitor:
         self._names = {m: n or "model" for n, m in model.named_modules()}
         self._params = {p: n for n, p in model.named_parameters() if p.requires_grad}
         self._handles = []
+        self._module_handles = []  # the forward and parameter hooks (provenance="recorded_steps": recorded steps only)
         self._step = 0
         self._skipped = 0
         self._last_loss = None
         self._printed_nonfinite = False
         self._evaluation = None
         self._closed = False
-        self._begin_step()
         self._attach()
+        self._begin_step()
         atexit.register(_close_at_exit, weakref.ref(self))
 
     # --- public -------------------------------------------------------------------------------
@@ -76,7 +82,8 @@ class Monitor:
     def step(self, loss):
         """Ends the step: logs it (loss: the unscaled loss, a tensor or a float) and starts the next."""
         value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else float(loss)
-        if self._provenance.first is None and not _finite(value):
+        if not _finite(value) and (self._provenance.first is None or not self._module_handles):
+            # Without module hooks the loss comes before any gradient this step checked.
             self._provenance.first = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
         line = self._step_line(value)
         for t in self._recorder.take_tensor_lines_text():
@@ -106,9 +113,9 @@ class Monitor:
         """Publishes every file and writes summary.json; removes the hooks. Also runs at interpreter exit."""
         if self._closed:
             return
-        for h in self._handles:
+        for h in self._handles + self._module_handles:
             h.remove()
-        self._handles = []
+        self._handles, self._module_handles = [], []
         self._restore_wrappers()
         for log in (self._tensors, self._histograms, self._steps):
             log.close()
@@ -125,6 +132,8 @@ class Monitor:
 
     def _begin_step(self):
         self._recording = self._step % self.every == 0
+        if self.provenance == "recorded_steps" and not self._closed:
+            self._set_module_hooks(self._recording)
         self._recorder.begin_step(self._step, self._recording, self._recording and self.histograms)
         self._provenance.begin_step()
         self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
@@ -170,18 +179,41 @@ class Monitor:
     # --- hooks --------------------------------------------------------------------------------
 
     def _attach(self):
-        for module, name in self._names.items():
-            if next(module.children(), None) is not None:
-                continue  # containers: their leaves are recorded
+        self._leaves = [(m, n) for m, n in self._names.items() if next(m.children(), None) is None]  # containers: their leaves are recorded
+        for module, _ in self._leaves:
             if getattr(module, "inplace", False):
                 module.inplace = False  # an in-place op would rewrite the output whose gradient we hook; same values
-            self._handles.append(module.register_forward_hook(self._forward_hook(name)))
-        for p, name in self._params.items():
-            self._handles.append(p.register_hook(self._param_grad_hook(name)))
+        self._forward_hooks = {name: self._forward_hook(name) for _, name in self._leaves}  # made once
+        self._param_hooks = {name: self._param_grad_hook(name) for name in self._params.values()}
+        self._set_module_hooks(True)
         self._handles.append(self.model.register_forward_pre_hook(self._batch_hook))
         self._wrap_optimizer()
         if self.scaler is not None:
             self._wrap_scaler()
+
+    def _set_module_hooks(self, on):
+        """Attaches (on) or removes the forward hooks of the leaf modules and the parameters' gradient hooks."""
+        if on == bool(self._module_handles):
+            return
+        if not on:
+            for h in self._module_handles:
+                h.remove()
+            self._module_handles = []
+            return
+        for module, name in self._leaves:
+            self._module_handles.append(module.register_forward_hook(self._forward_hooks[name]))
+        for p, name in self._params.items():
+            self._module_handles.append(p.register_hook(self._param_hooks[name]))
+
+    def _check_gradients_unhooked(self):
+        """A step without module hooks: its first non-finite parameter gradient, in the model's order."""
+        if self._module_handles or self._provenance.first is not None:
+            return
+        for p, name in self._params.items():
+            if has_nonfinite(p.grad):
+                layer, _, tensor = name.rpartition(".")
+                self._provenance.check(layer or "model", tensor + ".grad", "backward", p.grad)
+                return
 
     def _batch_hook(self, module, inputs):
         if self._config["batch_size"] is None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim():
@@ -223,13 +255,10 @@ class Monitor:
         return hook
 
     def _record(self, layer, tensor, role, pass_, t, scale=1.0):
-        """Measures t; returns (array, bits, format) for a further measure of the same values, or None."""
-        fmt = format_of(t.dtype)
-        if fmt is None:
-            return None
-        array, bits = as_input(t)
-        self._recorder.record(layer, tensor, role, pass_, array, bits, fmt, scale)
-        return array, bits, fmt
+        """Measures t (nothing for a dtype without a format)."""
+        item = _record_item(layer, tensor, role, pass_, t, scale)
+        if item is not None:
+            self._recorder.record(*item)
 
     # --- optimizer and scaler ---------------------------------------------------------------------
 
@@ -265,27 +294,38 @@ class Monitor:
             self.scaler.update = self._original_update
 
     def _record_weight_grads(self):
-        """The weight gradients as the optimizer sees them (unscaled), measured at the step's scale."""
-        if self._grads_recorded or not self._recording:
+        """The weight gradients as the optimizer sees them (unscaled), measured at the step's scale, in one
+        call. At scale 1 that measure is also the unscaled one; at another scale each is measured again at 1."""
+        if self._grads_recorded:
             return
         self._grads_recorded = True
+        if not self._recording:
+            self._check_gradients_unhooked()
+            return
+        items = []
         for p, name in self._params.items():
             if p.grad is not None:
                 layer, _, tensor = name.rpartition(".")
-                measured = self._record(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad,
-                                        scale=self._scale)
-                if measured is not None:
-                    array, bits, fmt = measured
-                    s = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, 1.0)
-                    self._unscaled[0] += s["nonzero_finite"]
-                    self._unscaled[1] += s["underflow_to_zero"]
+                item = _record_item(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad, self._scale)
+                if item is not None:
+                    items.append(item)
+        counts = self._recorder.record_many(items)
+        for (_, _, _, _, array, bits, fmt, _), (nonzero, to_zero) in zip(items, counts):
+            if self._scale != 1.0:
+                s = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, 1.0)
+                nonzero, to_zero = s["nonzero_finite"], s["underflow_to_zero"]
+            self._unscaled[0] += nonzero
+            self._unscaled[1] += to_zero
 
     def _record_weights(self):
-        before = {}
+        before, items = {}, []
         for p, name in self._params.items():
             layer, _, tensor = name.rpartition(".")
-            self._record(layer or "model", tensor, "weight", "optimizer", p)
+            item = _record_item(layer or "model", tensor, "weight", "optimizer", p, 1.0)
+            if item is not None:
+                items.append(item)
             before[p] = p.detach().clone()
+        self._recorder.record_many(items)
         return before
 
     def _record_updates(self, before):
@@ -307,6 +347,18 @@ class Monitor:
         if self._evaluation is not None:
             summary["evaluation"] = self._evaluation
         _core.write_summary(self.out, summary)
+
+
+PROVENANCE_MODES = ("every_step", "recorded_steps")
+
+
+def _record_item(layer, tensor, role, pass_, t, scale):
+    """The arguments of StepRecorder.record for t, or None for a dtype without a format."""
+    fmt = format_of(t.dtype)
+    if fmt is None:
+        return None
+    array, bits = as_input(t)
+    return layer, tensor, role, pass_, array, bits, fmt, scale
 
 
 def _is_view_of_input(output, inputs):
