@@ -82,7 +82,7 @@ Features image_features(const metrics::ImageSet& set, ExtractorSource& source, c
   } catch (const std::invalid_argument& e) {
     throw UsageError(where + ": " + e.what());
   }
-  Features f{set.name, "images", {}};
+  Features f{set.name, "images", {}, std::nullopt};
   f.array.values = metrics::image_features(*x.extractor, set);
   f.array.shape = {set.count, training::kFeatureDim};
   return f;
