@@ -213,9 +213,12 @@ TEST(DeepSpeedScaler, HysteresisTwoFirstInfOnlyDecrementsButStillSkips) {
   EXPECT_EQ(s.scale(), 16384.0);
 }
 
-TEST(DeepSpeedScaler, GrowthIsModuloOfIterationsSinceTheLastOverflow) {
+// DeepSpeed up to 0.17.0 (deepspeed.version=0.17.0); the rule of 0.17.1 and later is held against its
+// transcription in scaler_upstream_test.
+TEST(DeepSpeedScaler, GrowthBefore0171IsModuloOfIterationsSinceTheLastOverflow) {
   DeepSpeedConfig c;
   c.scale_window = 4;
+  c.growth_before_0_17_1 = true;
   DeepSpeedScaler s(c);
   // last_overflow starts at -1: iteration 3 has (3 - -1) % 4 == 0, so the
   // first growth comes at iteration 3 (4 clean steps), 2^16 -> 2^17.
