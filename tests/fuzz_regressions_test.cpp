@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "record/run_log.h"
+#include "report/run_series.h"
 #include "training/scaler_replay.h"
 #include "training/trace_reader.h"
 
@@ -78,6 +80,32 @@ TEST(FuzzRegressions, TraceStepCountsAreWholeNumbers) {
             "line 2: step '2.5' is not a whole number in 0..2^53");
   std::istringstream exact("step,found_inf\n9007199254740992,0\n");
   EXPECT_EQ(training::read_trace(exact, TraceFormat::csv).steps.at(0).step, std::int64_t{1} << 53);
+}
+
+// A histograms.jsonl line that is not an object, or whose "step" or "role" has another type, escaped
+// report::step_histogram as nlohmann's type_error (json::value() on an array or on a string step), and a
+// step of 1e300 was converted to an integer. Found by hand while checking the histograms target (its first
+// 30-second run did not reach them); refused now as std::invalid_argument naming the line.
+TEST(FuzzRegressions, HistogramLinesAreCheckedBeforeTheyAreRead) {
+  for (const fs::path& file : reproducers("histograms")) {
+    const std::vector<nlohmann::json> lines = record::read_json_lines(file);
+    try {
+      report::step_histogram(lines, 0, {"weight_grad"});
+      ADD_FAILURE() << file << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("histograms line 1: "), std::string::npos) << file << ": " << e.what();
+    }
+  }
+  // Well-formed lines still sum: zeros 3 + 4 at step 0 in the asked roles; the step-1 line and the
+  // activation line are left out.
+  const auto line = [](std::size_t step, const char* role, unsigned zeros) {
+    return nlohmann::json{{"step", step}, {"role", role}, {"zeros", zeros}, {"nans", 0u}, {"infinities", 0u},
+                          {"below_range", 0u}, {"above_range", 0u}, {"first_exponent", nullptr},
+                          {"counts", nlohmann::json::array()}};
+  };
+  const std::vector<nlohmann::json> lines = {line(0, "weight_grad", 3u), line(0, "activation_grad", 4u),
+                                             line(1, "weight_grad", 100u), line(0, "activation", 1000u)};
+  EXPECT_EQ(report::step_histogram(lines, 0, {"weight_grad", "activation_grad"}).zeros, 7u);
 }
 
 }  // namespace

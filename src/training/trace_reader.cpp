@@ -65,7 +65,7 @@ std::optional<double> number_after(const std::string& line, std::string_view key
 const std::vector<std::string> kColumns{"step", "found_inf", "scale", "amax"};
 
 // The largest step number read: every integer up to 2^53 is a double, and a step past it (or nan, inf, a
-// fraction) is a damaged log, not a count to convert (the conversion would be undefined) or to add 1 to.
+// fraction) is a damaged log, not a count to convert (the conversion would be undefined past 2^63).
 constexpr double kMaxStep = 0x1p53;
 
 // A step, iteration or skipped count as an integer; nullopt unless it is a whole number in [0, 2^53].
