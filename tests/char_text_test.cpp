@@ -239,6 +239,47 @@ TEST(Lzw, RejectsMalformedStreams) {
   EXPECT_THROW(unlzw_bytes(clear_first.stream()), std::invalid_argument);
 }
 
+// A stream whose every code after the first is the next free entry (KwKwK): the k-th code stands for
+// k + 1 bytes, so n codes decode to 1 + 2 + ... + n = n(n + 1) / 2 bytes of `byte`. Once the table is
+// full, `repeats` more codes repeat its last entry, 65,536 bytes each: the worst expansion LZW allows.
+Bytes expanding_stream(std::size_t codes, std::size_t repeats, std::uint8_t byte = 'a') {
+  CodeWriter writer(16, true);
+  writer.put(byte);
+  for (std::size_t k = 1; k < codes; ++k) writer.put(writer.next_free());
+  for (std::size_t k = 0; k < repeats; ++k) writer.put(65535);
+  return writer.stream();
+}
+
+TEST(Lzw, BoundsTheDecodedSize) {
+  // 2,000 codes: 2000 * 2001 / 2 = 2,001,000 bytes, all 'a'.
+  const Bytes stream = expanding_stream(2000, 0);
+  const std::size_t size = 2000 * 2001 / 2;
+  EXPECT_EQ(unlzw(stream), std::string(size, 'a'));
+  EXPECT_EQ(unlzw(stream, size), std::string(size, 'a'));  // the limit itself is allowed
+  try {
+    unlzw(stream, size - 1);
+    ADD_FAILURE() << "a stream decoding past its limit was accepted";
+  } catch (const std::invalid_argument& e) {
+    // The last code, 257 + 1998 = 2255 (its 2,000 bytes cross the limit), is named.
+    EXPECT_NE(std::string(e.what()).find("code 2255 "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("would decode past 2000999 bytes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Lzw, RefusesADecompressionBomb) {
+  // The table filled by KwKwK codes (65,279 of them: 65536 - 257 entries, about 2.1 GB of output), then
+  // 20,000 codes of 65,536 bytes each: about 3.4 GB from 170 KiB of codes. The default limit (64 MiB)
+  // stops it after about 11,500 codes, before the output grows past the limit.
+  const Bytes bomb = expanding_stream(65536 - 257 + 1, 20000);
+  ASSERT_LT(bomb.size(), std::size_t{200} << 10);
+  try {
+    unlzw(bomb);
+    ADD_FAILURE() << "a decompression bomb was decoded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("would decode past 67108864 bytes"), std::string::npos) << e.what();
+  }
+}
+
 // --- the KJV file --------------------------------------------------------------------------
 
 // A file in bible.data's layout holding `text` in windows of `window` bytes,
@@ -308,6 +349,12 @@ TEST(KjvText, RejectsMalformedFiles) {
     EXPECT_NE(m.find(file.string()), std::string::npos) << m;
     EXPECT_NE(m.find(what), std::string::npos) << m;
   }
+  // A window that decodes to more than the window size is refused while decoding, not after.
+  Bytes smaller = good;
+  smaller[87] = 31;  // the window size: 31, while window 0 holds 32 bytes
+  const std::string past = message(smaller);
+  EXPECT_NE(past.find(file.string()), std::string::npos) << past;
+  EXPECT_NE(past.find("would decode past 31 bytes"), std::string::npos) << past;
   const std::string code = message(kjv_file(kSmallKjv, 32, true));
   EXPECT_NE(code.find(file.string()), std::string::npos) << code;
   EXPECT_NE(code.find("code 258 at bit 9 is beyond the next free table entry"), std::string::npos) << code;

@@ -83,7 +83,9 @@ std::string decode_windows(const std::filesystem::path& file, std::span<const st
     // One compress(1) header, just before window 0, serves every window.
     const LzwHeader header = lzw_header(bytes.subspan(offsets.front() - kLzwHeaderBytes, kLzwHeaderBytes));
     for (std::size_t k = 0; k < count; ++k) {
-      const std::string part = lzw_decode(bytes.subspan(offsets[k], offsets[k + 1] - offsets[k]), header);
+      // A window may hold no more than the window size: the bound stops a hostile stream (LZW can
+      // claim gigabytes from a few hundred KiB) before it is decoded rather than after.
+      const std::string part = lzw_decode(bytes.subspan(offsets[k], offsets[k + 1] - offsets[k]), header, window);
       const bool last = k + 1 == count;
       if (last ? part.empty() || part.size() > window : part.size() != window) {
         fail(file, "window " + std::to_string(k) + " decodes to " + std::to_string(part.size()) +

@@ -14,9 +14,10 @@ constexpr int kInitialBits = 9;
 // the bit position and the current code width.
 class LzwDecoder {
  public:
-  LzwDecoder(std::span<const std::uint8_t> codes, LzwHeader header)
+  LzwDecoder(std::span<const std::uint8_t> codes, LzwHeader header, std::size_t max_output)
       : codes_(codes),
         header_(header),
+        max_output_(max_output),
         table_size_(std::uint32_t{1} << header.max_bits),
         prefix_(table_size_),
         suffix_(table_size_),
@@ -75,6 +76,10 @@ class LzwDecoder {
     return code;
   }
 
+  std::string limit_text() const {
+    return "would decode past " + std::to_string(max_output_) + " bytes (a damaged or hostile stream)";
+  }
+
   [[noreturn]] void fail(std::uint32_t code, std::uint64_t at, const char* what) const {
     std::string message = "LZW stream: code ";
     message += std::to_string(code);
@@ -88,6 +93,7 @@ class LzwDecoder {
   void emit(std::uint32_t code, std::uint64_t at) {
     if (old_ < 0) {
       if (code >= kClear) fail(code, at, "is the first code but not a byte");
+      if (out_.size() == max_output_) fail(code, at, limit_text().c_str());
       last_ = static_cast<std::uint8_t>(code);
       out_.push_back(static_cast<char>(last_));
       old_ = static_cast<std::int32_t>(code);
@@ -107,6 +113,7 @@ class LzwDecoder {
     }
     last_ = static_cast<std::uint8_t>(code);
     stack_.push_back(static_cast<char>(last_));
+    if (stack_.size() > max_output_ - out_.size()) fail(in_code, at, limit_text().c_str());
     out_.append(stack_.rbegin(), stack_.rend());
     if (free_ < table_size_) {
       prefix_[free_] = static_cast<std::uint16_t>(old_);
@@ -118,6 +125,7 @@ class LzwDecoder {
 
   std::span<const std::uint8_t> codes_;
   LzwHeader header_;
+  std::size_t max_output_;
   std::uint32_t table_size_;
   std::vector<std::uint16_t> prefix_;
   std::vector<std::uint8_t> suffix_;
@@ -147,17 +155,17 @@ LzwHeader lzw_header(std::span<const std::uint8_t> stream) {
   return header;
 }
 
-std::string lzw_decode(std::span<const std::uint8_t> codes, LzwHeader header) {
+std::string lzw_decode(std::span<const std::uint8_t> codes, LzwHeader header, std::size_t max_output) {
   if (header.max_bits < kInitialBits || header.max_bits > 16) {
     throw std::invalid_argument("lzw_decode: largest code width " + std::to_string(header.max_bits) +
                                 " is outside 9..16");
   }
-  return LzwDecoder(codes, header).run();
+  return LzwDecoder(codes, header, max_output).run();
 }
 
-std::string unlzw(std::span<const std::uint8_t> stream) {
+std::string unlzw(std::span<const std::uint8_t> stream, std::size_t max_output) {
   const LzwHeader header = lzw_header(stream);
-  return lzw_decode(stream.subspan(3), header);
+  return lzw_decode(stream.subspan(3), header, max_output);
 }
 
 }  // namespace mpverify::data

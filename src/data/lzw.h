@@ -15,6 +15,7 @@
 //   - the stream ends when fewer bits than one code remain.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -30,12 +31,21 @@ struct LzwHeader {
 // for fewer than three bytes, a wrong magic number or a width outside 9..16.
 LzwHeader lzw_header(std::span<const std::uint8_t> stream);
 
+// The most bytes a stream may decode to unless the caller says otherwise. LZW
+// expands quadratically at worst (each code may stand for one byte more than
+// the previous one, up to 65,536 bytes a code once the table is full), so
+// 256 KiB of codes can claim gigabytes; the texts read here are a few MiB.
+inline constexpr std::size_t kLzwMaxOutput = std::size_t{64} << 20;
+
 // The bytes that `codes` (the stream after its header) decode to. Throws
 // std::invalid_argument for a code that cannot occur (one beyond the next
-// free entry, or a first code that is not a byte), naming its bit offset.
-std::string lzw_decode(std::span<const std::uint8_t> codes, LzwHeader header);
+// free entry, or a first code that is not a byte), naming its bit offset,
+// and for a stream that decodes to more than `max_output` bytes (before
+// producing them).
+std::string lzw_decode(std::span<const std::uint8_t> codes, LzwHeader header,
+                       std::size_t max_output = kLzwMaxOutput);
 
 // A whole .Z stream: lzw_decode of what follows lzw_header.
-std::string unlzw(std::span<const std::uint8_t> stream);
+std::string unlzw(std::span<const std::uint8_t> stream, std::size_t max_output = kLzwMaxOutput);
 
 }  // namespace mpverify::data

@@ -19,6 +19,7 @@
 //   - no mask registers: a comparison's lanes are all ones (-1) where true, and a counter subtracts them.
 // Overflow: a result of 2^128 or more is found on the double (fp32, E8M13) or as fp16's infinity; its lane
 // is dropped and its element goes to the scalar model, as in the AVX-512 kernel.
+#include "emu/cpu_features.h"
 #include "emu/mma_gemm_simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -383,7 +384,7 @@ static_assert(kMmaLanes == 2 * W, "a tile is two halves");
 
 bool cpu_has_avx2_mma() {
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !cpu_has_f16c())
     return false;
   // Rounding control (bits 13-14) to nearest, FTZ (15) and DAZ (6) off: the conversions, the promotion's
   // addition and subnormal c values depend on them.

@@ -2,6 +2,7 @@
 // counters of counters.h computed from masks. Compiled with per-function
 // target attributes, so the library still runs on CPUs without these units
 // (select_path checks at run time).
+#include "emu/cpu_features.h"
 #include "emu/quantize_simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -35,7 +36,7 @@ struct Tally {
 
 bool cpu_has_avx2_f16c() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("popcnt");
+  return __builtin_cpu_supports("avx2") && cpu_has_f16c() && __builtin_cpu_supports("popcnt");
 }
 
 bool cpu_has_avx512() {
@@ -64,20 +65,21 @@ __attribute__((target("avx2,f16c,popcnt"))) static std::size_t avx2_kernel(const
     if (out_bits) _mm_storeu_si128(reinterpret_cast<__m128i*>(out_bits + i), h);
     if (out_float) _mm256_storeu_ps(out_float + i, back);
     if constexpr (Count) {
-      const auto count = [](__m256 mask) { return count_lanes(mask); };
+      // count_lanes, not a lambda: a lambda does not inherit the target attribute, and clang refuses
+      // to pass an __m256 by value to a function compiled without AVX.
       const __m256 ax = _mm256_and_ps(x, sign_off);
       const __m256 ab = _mm256_and_ps(back, sign_off);
       const __m256 finite = _mm256_cmp_ps(ax, infinity, _CMP_LT_OQ);  // false for NaN and inf
       const __m256 nonzero = _mm256_cmp_ps(ax, zero, _CMP_NEQ_OQ);
       const __m256 inexact = _mm256_cmp_ps(back, x, _CMP_NEQ_OQ);  // NaN compares equal here
-      t.zeros_in += count(_mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
-      t.nonfinite_in += count(_mm256_cmp_ps(ax, infinity, _CMP_NLT_UQ));
-      t.inexact += count(inexact);
-      t.underflow += count(_mm256_and_ps(inexact, _mm256_cmp_ps(ax, _mm256_set1_ps(kFp16TinyAfterRounding), _CMP_LT_OQ)));
-      t.underflow_to_zero += count(_mm256_and_ps(_mm256_and_ps(finite, nonzero), _mm256_cmp_ps(back, zero, _CMP_EQ_OQ)));
-      t.subnormal += count(_mm256_and_ps(_mm256_cmp_ps(ab, zero, _CMP_NEQ_OQ),
-                                         _mm256_cmp_ps(ab, _mm256_set1_ps(kFp16MinNormal), _CMP_LT_OQ)));
-      t.overflow += count(_mm256_and_ps(finite, _mm256_cmp_ps(ab, _mm256_set1_ps(kFp16MaxFinite), _CMP_GT_OQ)));
+      t.zeros_in += count_lanes(_mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
+      t.nonfinite_in += count_lanes(_mm256_cmp_ps(ax, infinity, _CMP_NLT_UQ));
+      t.inexact += count_lanes(inexact);
+      t.underflow += count_lanes(_mm256_and_ps(inexact, _mm256_cmp_ps(ax, _mm256_set1_ps(kFp16TinyAfterRounding), _CMP_LT_OQ)));
+      t.underflow_to_zero += count_lanes(_mm256_and_ps(_mm256_and_ps(finite, nonzero), _mm256_cmp_ps(back, zero, _CMP_EQ_OQ)));
+      t.subnormal += count_lanes(_mm256_and_ps(_mm256_cmp_ps(ab, zero, _CMP_NEQ_OQ),
+                                               _mm256_cmp_ps(ab, _mm256_set1_ps(kFp16MinNormal), _CMP_LT_OQ)));
+      t.overflow += count_lanes(_mm256_and_ps(finite, _mm256_cmp_ps(ab, _mm256_set1_ps(kFp16MaxFinite), _CMP_GT_OQ)));
     }
   }
   if constexpr (Count) t.add_to(*counters, whole);

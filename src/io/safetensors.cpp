@@ -97,7 +97,10 @@ void parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::
         if (!v.is_string()) throw FileError(file, "", key_offset(k), "__metadata__ value of '" + k + "' is not a string");
       continue;
     }
-    const auto fail = [&](const std::string& why) { return FileError(file, name, key_offset(name), why); };
+    // A lambda may not capture a structured binding before C++20's P1091 (clang 16 implements it, clang 14
+    // does not): `fail` takes the name through a reference of its own.
+    const std::string& tensor = name;
+    const auto fail = [&](const std::string& why) { return FileError(file, tensor, key_offset(tensor), why); };
     if (!info.is_object()) throw fail("entry is not an object");
     if (!info.contains("dtype") || !info["dtype"].is_string()) throw fail("no 'dtype' string");
     if (!info.contains("shape") || !info["shape"].is_array()) throw fail("no 'shape' array");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "record/histogram_json.h"
 
@@ -39,9 +41,20 @@ double finite_mean(const std::vector<double>& values) {
 emu::ExponentHistogram step_histogram(const std::vector<json>& histogram_lines, std::size_t step,
                                       std::initializer_list<std::string_view> roles) {
   emu::ExponentHistogram h;
-  for (const json& line : histogram_lines) {
-    if (line.value("step", std::size_t{0}) != step) continue;
-    const std::string role = line.value("role", "");
+  for (std::size_t i = 0; i < histogram_lines.size(); ++i) {
+    const json& line = histogram_lines[i];
+    // Checked before reading: json::value() throws nlohmann's own type_error on a line that is not an
+    // object or a key of another type, and converting a step of 1e300 to an integer is undefined.
+    const auto bad = [&](const std::string& what) {
+      throw std::invalid_argument("histograms line " + std::to_string(i + 1) + ": " + what);
+    };
+    if (!line.is_object()) bad("expected a JSON object, got " + std::string(line.type_name()));
+    const auto s = line.find("step");
+    const auto r = line.find("role");
+    if (s != line.end() && !s->is_number_unsigned()) bad("\"step\" is not a non-negative integer: " + s->dump());
+    if (r != line.end() && !r->is_string()) bad("\"role\" is not a string: " + r->dump());
+    if ((s == line.end() ? 0 : s->get<std::size_t>()) != step) continue;
+    const std::string role = r == line.end() ? "" : r->get<std::string>();
     if (std::find(roles.begin(), roles.end(), role) == roles.end()) continue;
     h += record::histogram_from_json(line);
   }

@@ -28,7 +28,10 @@ double finite_mean(const std::vector<double>& values);
 
 // The exponent histograms of one step (lines of histograms.jsonl) whose
 // "role" is one of `roles` ("weight_grad", "activation_grad", "activation",
-// "weight", "update"), summed.
+// "weight", "update"), summed. A line without "step" counts as step 0 and one without "role" matches no
+// role. Throws std::invalid_argument naming the line for a line that is not an object, a "step" that is
+// not a non-negative integer or a "role" that is not a string, and for a malformed histogram
+// (record::histogram_from_json).
 emu::ExponentHistogram step_histogram(const std::vector<nlohmann::json>& histogram_lines, std::size_t step,
                                       std::initializer_list<std::string_view> roles);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -63,6 +64,27 @@ std::optional<double> number_after(const std::string& line, std::string_view key
 
 const std::vector<std::string> kColumns{"step", "found_inf", "scale", "amax", "amin", "optimizer"};
 
+// The largest step number read: every integer up to 2^53 is a double, and a step past it (or nan, inf, a
+// fraction) is a damaged log, not a count to convert (the conversion would be undefined past 2^63).
+constexpr double kMaxStep = 0x1p53;
+
+// A step, iteration or skipped count as an integer; nullopt unless it is a whole number in [0, 2^53].
+std::optional<std::int64_t> count_value(double v) {
+  if (!(v >= 0 && v <= kMaxStep) || v != std::floor(v)) return std::nullopt;
+  return static_cast<std::int64_t>(v);
+}
+
+// `what` (a number the log printed after `key`) as a count, or the line's error.
+std::int64_t count_or_fail(std::size_t index, const char* key, double v) {
+  const std::optional<std::int64_t> n = count_value(v);
+  if (!n) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    fail(index, std::string(key) + " " + text + " is not a whole number in 0..2^53");
+  }
+  return *n;
+}
+
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> cells;
   std::stringstream ss(line);
@@ -94,8 +116,9 @@ void set_cell(TraceStep& t, std::size_t index, const std::string& column, const 
     t.optimizer = text;
   } else if (column == "step") {
     const auto v = to_number(text);
-    if (!v || *v != std::floor(*v)) fail(index, "step '" + text + "' is not an integer");
-    t.step = static_cast<std::int64_t>(*v);
+    const std::optional<std::int64_t> step = v ? count_value(*v) : std::nullopt;
+    if (!step) fail(index, "step '" + text + "' is not a whole number in 0..2^53");
+    t.step = *step;
   } else {
     (column == "scale" ? t.scale : column == "amax" ? t.amax : t.amin) = scale_or_amax(index, column, text);
   }
@@ -167,11 +190,11 @@ std::vector<TraceStep> read_jsonl(const std::vector<std::string>& lines) {
 }
 
 // The progress line's step (`step=N, skipped=K`), or nullopt.
-std::optional<std::pair<std::int64_t, std::int64_t>> deepspeed_progress(const std::string& line) {
+std::optional<std::pair<std::int64_t, std::int64_t>> deepspeed_progress(const std::string& line, std::size_t index) {
   const auto step = number_after(line, "step=");
   const auto skipped = number_after(line, "skipped=");
   if (!step || !skipped) return std::nullopt;
-  return std::make_pair(static_cast<std::int64_t>(*step), static_cast<std::int64_t>(*skipped));
+  return std::make_pair(count_or_fail(index, "step=", *step), count_or_fail(index, "skipped=", *skipped));
 }
 
 std::vector<TraceStep> read_deepspeed(const std::vector<std::string>& lines) {
@@ -189,7 +212,7 @@ std::vector<TraceStep> read_deepspeed(const std::vector<std::string>& lines) {
                                                                        : ScalePrecision::exact;
       continue;
     }
-    const auto progress = deepspeed_progress(lines[i]);
+    const auto progress = deepspeed_progress(lines[i], i);
     if (!progress) continue;
     const auto [step, skipped] = *progress;
     if (step == 0) {  // the report at initialisation: no step yet
@@ -233,7 +256,7 @@ std::vector<TraceStep> read_megatron(const std::vector<std::string>& lines) {
     if (!iteration || !scale) continue;
     const auto skipped = number_after(lines[i], "number of skipped iterations:");
     if (!skipped) fail(i, "an iteration line without 'number of skipped iterations:'");
-    const auto n = static_cast<std::int64_t>(*iteration);
+    const std::int64_t n = count_or_fail(i, "iteration", *iteration);
     if (last && n != *last + 1)
       fail(i, "iteration " + std::to_string(n) + " follows iteration " + std::to_string(*last) +
                   ": a trace needs every iteration (Megatron's --log-interval 1)");
@@ -286,7 +309,9 @@ TraceFormat detect_trace_format(const std::vector<std::string>& lines) {
   for (const auto& l : lines) {
     if (l.find(" iteration ") != std::string::npos && l.find("loss scale:") != std::string::npos)
       return TraceFormat::megatron;
-    if (l.find("Attempted loss scale:") != std::string::npos || deepspeed_progress(l)) return TraceFormat::deepspeed;
+    if (l.find("Attempted loss scale:") != std::string::npos ||
+        (number_after(l, "step=") && number_after(l, "skipped=")))
+      return TraceFormat::deepspeed;
   }
   for (const auto& cell : split_csv(trim(lines[first])))
     if (std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end()) return TraceFormat::csv;
