@@ -6,12 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "support/directory_files.h"
 #include "training/run_queue.h"
 
 namespace fs = std::filesystem;
@@ -47,21 +46,6 @@ std::vector<training::TrainConfig> mixed_runs() {
   return runs;
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Every file under dir, by its path relative to dir.
-std::map<std::string, std::string> files_of(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read(e.path());
-  return files;
-}
-
 std::map<std::string, std::string> train_all(const fs::path& root, std::size_t jobs) {
   fs::remove_all(root);
   std::vector<training::QueuedRun> queue;
@@ -69,7 +53,7 @@ std::map<std::string, std::string> train_all(const fs::path& root, std::size_t j
   for (std::size_t i = 0; i < configs.size(); ++i)
     queue.push_back({configs[i], root / ("run-" + std::to_string(i)), "run " + std::to_string(i)});
   training::run_queue(queue, jobs);
-  return files_of(root);
+  return mpverify::test::files_under(root);
 }
 
 TEST(Determinism, RunLogsAreTheSameBytesOnARerunAndOnOneTwoOrFourThreads) {

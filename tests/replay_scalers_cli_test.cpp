@@ -505,16 +505,21 @@ TEST(ReplayScalersCli, InitialStateMegatronEqualsTheTailOfALongerReplay) {
 
 // DeepSpeed's DynamicLossScaler (zero), init 16, window 3, hysteresis 2.
 // Flags 0 0 1 0 | 0 0 1 0: step 2 takes h to 1 (last overflow 2); the state
-// after step 3 is cur_iter 4, last_overflow_iter 2, cur_hysteresis 1. Step 5
-// has (5 - 2) % 3 == 0: the scale grows to 32 (h back to 2); step 6 takes h to 1.
-// Then flags 0 0 1 | 1 0: the state after step 2 (cur_iter 3, last 2, h 1);
-// step 3 overflows with h = 1: the scale halves to 8.
+// after step 3 is cur_iter 4, last_overflow_iter 2, cur_hysteresis 1. With
+// DeepSpeed 0.17.0's rule, step 5 has (5 - 2) % 3 == 0: the scale grows to 32
+// (h back to 2); step 6 takes h to 1. With 0.17.1's (the default), stable =
+// 5 - 2 - 1 = 2 is no multiple of 3: no growth, and step 6 overflows with h = 1:
+// the scale halves to 8. Then flags 0 0 1 | 1 0: the state after step 2
+// (cur_iter 3, last 2, h 1); step 3 overflows with h = 1: the scale halves to 8,
+// and step 4 grows under neither rule.
 TEST(ReplayScalersCli, InitialStateDeepSpeedEqualsTheTailOfALongerReplay) {
   const std::string opts =
       " --strategy-opt deepspeed.init=16 --strategy-opt deepspeed.interval=3 --strategy-opt deepspeed.hysteresis=2";
-  expect_tail("deepspeed", opts, "0\n0\n1\n0\n0\n0\n1\n0\n", 4,
-              R"({"deepspeed": {"cur_scale": 16.0, "cur_iter": 4, "last_overflow_iter": 2, "cur_hysteresis": 1}})",
-              {16, 16, 32, 32});
+  const std::string state =
+      R"({"deepspeed": {"cur_scale": 16.0, "cur_iter": 4, "last_overflow_iter": 2, "cur_hysteresis": 1}})";
+  expect_tail("deepspeed", opts + " --strategy-opt deepspeed.version=0.17.0", "0\n0\n1\n0\n0\n0\n1\n0\n", 4,
+              state, {16, 16, 32, 32});
+  expect_tail("deepspeed", opts, "0\n0\n1\n0\n0\n0\n1\n0\n", 4, state, {16, 16, 16, 8});
   expect_tail("deepspeed", opts, "0\n0\n1\n1\n0\n", 3,
               R"({"deepspeed": {"cur_scale": 16.0, "cur_iter": 3, "last_overflow_iter": 2, "cur_hysteresis": 1}})",
               {16, 8});

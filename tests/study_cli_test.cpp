@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/device.h"
+#include "support/directory_files.h"
 #include "support/kill_points.h"
 #include "support/run_command.h"
 #include "support/xml_checker.h"
@@ -184,14 +185,6 @@ TEST(StudyCli, RecordersChangeNothingTheTrainingComputes) {
   for (std::size_t i = 0; i < with.size(); ++i) ASSERT_EQ(with[i], without[i]) << i;  // bit for bit (no NaN here)
 }
 
-// Every file under dir (the runs and the reports), by its path relative to dir.
-std::map<std::string, std::string> files_under(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read(e.path());
-  return files;
-}
-
 // A study killed (SIGKILL, halfway through one of its writes) and started again with the same command
 // resumes: its runs that finished are kept, and every file, the reports included, is the same bytes as
 // an uninterrupted study's. Kill points, named by file (MPVERIFY_KILL_AT_WRITE=NAME:K): the queue's
@@ -205,7 +198,7 @@ TEST(StudyCli, KilledAtItsWritesAndStartedAgainWritesTheSameBytes) {
   };
   const fs::path reference_dir = fresh_dir("resume-reference");
   ASSERT_EQ(mpverify::test::run_program(args(reference_dir), "").exit_code, 0);
-  const std::map<std::string, std::string> reference = files_under(reference_dir);
+  const std::map<std::string, std::string> reference = mpverify::test::files_under(reference_dir);
   ASSERT_TRUE(reference.count("reports/study.md"));
   EXPECT_FALSE(reference.count("runs/queue.json"));  // the journal goes once every run finished
 
@@ -225,7 +218,7 @@ TEST(StudyCli, KilledAtItsWritesAndStartedAgainWritesTheSameBytes) {
         EXPECT_EQ(fs::last_write_time(summary), written) << "killed at write " << n << ": " << summary << " was rewritten";
       kept += finished.size();
     }
-    const std::map<std::string, std::string> resumed = files_under(dir);
+    const std::map<std::string, std::string> resumed = mpverify::test::files_under(dir);
     ASSERT_EQ(resumed.size(), reference.size()) << "killed at write " << n;
     for (const auto& [name, bytes] : reference) {
       ASSERT_TRUE(resumed.count(name)) << "killed at write " << n << ": " << name << " is missing";
