@@ -1,0 +1,27 @@
+// Where `mpverify allreduce` gets its per-rank gradients: one 2-D tensor
+// (ranks x n, row r = rank r), one tensor file per rank (each flattened, all
+// of the same size), or synthetic draws with a seed (collective/synthetic.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpverify::cli {
+
+struct AllreduceInputs {
+  std::vector<float> values;  // ranks x n, C order
+  std::size_t ranks = 0;
+  std::size_t n = 0;
+  std::string source;  // how the summary names it
+};
+
+// From the files (see above). UsageError naming the file and the problem.
+AllreduceInputs read_allreduce_inputs(const std::vector<std::string>& files);
+
+// `--synthetic SEED --ranks N --elements n`.
+AllreduceInputs synthetic_allreduce_inputs(std::uint64_t seed, std::size_t ranks, std::size_t n);
+
+}  // namespace mpverify::cli
