@@ -33,20 +33,27 @@ struct PassCounts {
 
 inline std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 
+// The loops below are branch-free (bits and 0/1 integers, no && or ?:) so
+// that the compiler vectorizes them.
+inline std::uint32_t flag(bool b) { return static_cast<std::uint32_t>(b); }
+inline std::uint32_t select(std::uint32_t mask, std::uint32_t yes, std::uint32_t no) { return no ^ ((yes ^ no) & mask); }
+
 // RNE of a magnitude's float bits at the format's last bit (exact: the
 // magnitude is the value itself or its round-to-odd stand-in).
 inline std::uint32_t round_bits(const FastFormat& f, std::uint32_t magnitude) {
   return (magnitude + f.half_minus_one + ((magnitude >> f.shift) & 1u)) & f.keep;
 }
 
-// A rounded magnitude the fast path may keep: normal, strictly above the
-// smallest normal, at most the largest finite value.
-inline bool in_normal_range(const FastFormat& f, std::uint32_t rounded) {
-  return rounded > f.min_normal_bits && rounded <= f.max_finite_bits;
+// 1 for a rounded magnitude the fast path may keep: normal, strictly above
+// the smallest normal, at most the largest finite value.
+inline std::uint32_t in_normal_range(const FastFormat& f, std::uint32_t rounded) {
+  return flag(rounded > f.min_normal_bits) & flag(rounded <= f.max_finite_bits);
 }
 
-// A zero the format has: +0 always, -0 where the format has negative zero.
-inline bool zero_kept(const FastFormat& f, std::uint32_t bits) { return f.negative_zero || (bits >> 31) == 0; }
+// 1 for a zero the format has: +0 always, -0 where the format has negative zero.
+inline std::uint32_t zero_kept(const FastFormat& f, std::uint32_t bits, std::uint32_t magnitude) {
+  return flag(magnitude == 0) & (flag(f.negative_zero) | flag((bits >> 31) == 0));
+}
 
 // One pass of fast rounding; ok[i] = 0 marks the elements left to the generic routine.
 template <bool Native32>
@@ -56,13 +63,13 @@ void quantize_pass(const FastFormat& f, const float* in, float* out, std::uint8_
     const std::uint32_t b = bits_of(in[i]);
     const std::uint32_t magnitude = b & 0x7fffffffu;
     const std::uint32_t rounded = Native32 ? magnitude : round_bits(f, magnitude);
-    const bool zero = magnitude == 0 && zero_kept(f, b);
-    const bool take = in_normal_range(f, rounded) || zero;
-    ok[i] = take;
-    out[i] = take ? std::bit_cast<float>(rounded | (b & 0x80000000u)) : in[i];
+    const std::uint32_t zero = zero_kept(f, b, magnitude);
+    const std::uint32_t take = in_normal_range(f, rounded) | zero;
+    ok[i] = static_cast<std::uint8_t>(take);
+    out[i] = std::bit_cast<float>(select(0u - take, rounded | (b & 0x80000000u), b));
     taken += take;
-    zeros += take && zero;
-    inexact += take && rounded != magnitude;
+    zeros += take & zero;
+    inexact += take & flag(rounded != magnitude);
   }
   k.taken += taken;
   k.zeros += zeros;
@@ -80,22 +87,22 @@ void add_pass(const FastFormat& f, float* acc, const float* u, std::uint8_t* ok,
     const float e = (a - (s - bv)) + (b - bv);
     const std::uint32_t sb = bits_of(s);
     const std::uint32_t magnitude = sb & 0x7fffffffu;
-    const bool inexact_sum = e != 0;
+    const std::uint32_t inexact_sum = flag(e != 0);
     // s rounded away from zero when e has the other sign: the odd value lies one step nearer zero.
-    const std::uint32_t away = ((bits_of(e) ^ sb) >> 31) & static_cast<std::uint32_t>(inexact_sum);
-    const std::uint32_t odd = inexact_sum ? ((magnitude - away) | 1u) : magnitude;
+    const std::uint32_t away = ((bits_of(e) ^ sb) >> 31) & inexact_sum;
+    const std::uint32_t odd = select(0u - inexact_sum, (magnitude - away) | 1u, magnitude);
     const std::uint32_t rounded = Native32 ? magnitude : round_bits(f, odd);
-    const bool zero = magnitude == 0 && zero_kept(f, sb);  // s == 0 means the exact sum is 0
-    const bool take = in_normal_range(f, rounded) || zero;
-    const float result = std::bit_cast<float>(rounded | (sb & 0x80000000u));
-    ok[i] = take;
-    acc[i] = take ? result : a;
-    const bool update = b != 0;  // both finite here (is_update)
+    const std::uint32_t zero = zero_kept(f, sb, magnitude);  // s == 0 means the exact sum is 0
+    const std::uint32_t take = in_normal_range(f, rounded) | zero;
+    const std::uint32_t result = rounded | (sb & 0x80000000u);
+    ok[i] = static_cast<std::uint8_t>(take);
+    acc[i] = std::bit_cast<float>(select(0u - take, result, bits_of(a)));
+    const std::uint32_t update = take & flag(b != 0);  // both finite here (is_update)
     taken += take;
-    zeros += take && zero;
-    inexact += take && (inexact_sum || rounded != odd);
-    updates += take && update;
-    swamped += take && update && a != 0 && result == a;  // is_lost_update
+    zeros += take & zero;
+    inexact += take & (inexact_sum | flag(rounded != odd));
+    updates += update;
+    swamped += update & flag(a != 0) & flag(std::bit_cast<float>(result) == a);  // is_lost_update
   }
   k.taken += taken;
   k.zeros += zeros;
@@ -150,10 +157,19 @@ void Rounder::quantize(std::span<const float> in, std::span<float> out, std::uin
     else quantize_pass<false>(format_, in.data() + from, out.data() + from, ok.data(), n, k);
     k.add_to(counters);
     if (k.taken == n) continue;
-    for (std::size_t i = 0; i < n; ++i)
-      if (!ok[i])
-        emu::quantize(in.subspan(from + i, 1), out.subspan(from + i, 1), at(spec_, stream, first_index + from + i),
-                      &counters);
+    // The rest through the generic routine in one call: the fast path is
+    // round-to-nearest only, whose result does not depend on the element's index.
+    std::array<float, kPass> rest;
+    std::array<std::uint32_t, kPass> at_index;
+    std::size_t m = 0;
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (!ok[i]) {
+        at_index[m] = i;
+        rest[m++] = in[from + i];
+      }
+    const std::span<float> r(rest.data(), m);
+    emu::quantize(r, r, at(spec_, stream, first_index), &counters);
+    for (std::size_t j = 0; j < m; ++j) out[from + at_index[j]] = rest[j];
   }
 }
 
@@ -172,11 +188,18 @@ void Rounder::add(std::span<float> acc, std::span<const float> u, std::uint64_t 
     else add_pass<false>(format_, acc.data() + from, u.data() + from, ok.data(), n, k);
     k.add_to(counters);
     if (k.taken == n) continue;
-    for (std::size_t i = 0; i < n; ++i)
+    std::array<float, kPass> w, v;  // the rest, as in quantize
+    std::array<std::uint32_t, kPass> at_index;
+    std::size_t m = 0;
+    for (std::uint32_t i = 0; i < n; ++i)
       if (!ok[i]) {
-        const std::span<float> one = acc.subspan(from + i, 1);
-        emu::add_arrays(one, u.subspan(from + i, 1), one, at(spec_, stream, first_index + from + i), &counters);
+        at_index[m] = i;
+        w[m] = acc[from + i];
+        v[m++] = u[from + i];
       }
+    const std::span<float> ws(w.data(), m);
+    emu::add_arrays(ws, std::span<const float>(v.data(), m), ws, at(spec_, stream, first_index), &counters);
+    for (std::size_t j = 0; j < m; ++j) acc[from + at_index[j]] = w[j];
   }
 }
 
