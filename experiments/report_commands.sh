@@ -35,6 +35,8 @@ write_report() {
       "$build/experiments/bench_gpu" --markdown "$outdir/gpu_bench.md" ;;
     monitor_overhead)  # the Python module's Monitor on a torch training step
       PYTHONPATH="$build/python" /usr/bin/python3 "$source_dir/speed/bench_monitor.py" --markdown "$outdir/monitor_overhead.md" ;;
+    sweep_throughput)  # mpverify sweep with 2 workers against 1, alternately
+      /usr/bin/python3 "$source_dir/speed/bench_sweep.py" --mpverify "$build/mpverify" --markdown "$outdir/sweep_throughput.md" ;;
     block_quantize_speed)
       "$build/experiments/bench_block_quantize" --markdown "$outdir/block_quantize_speed.md" ;;
     accumulation_parity)  # the CNN trained in fp8 under the Hopper model, with and without promotion, against fp32

@@ -393,10 +393,12 @@ void train_runs(const BlockScaledConfig& c, const Say& say) {
     queue.push_back(std::move(q));
   }
   const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
-  if (training::queue_resumes(queue, journal)) say("resuming the interrupted runs in " + c.runs.string());
-  else
-    for (const char* model : kModels) fs::remove_all(c.runs / model);
-  (void)training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal);
+  const auto start = [&](bool resuming) {
+    if (resuming) say("resuming the interrupted runs in " + c.runs.string());
+    else
+      for (const char* model : kModels) fs::remove_all(c.runs / model);
+  };
+  (void)training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal, start);
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
   for (const char* model : kModels)

@@ -231,11 +231,13 @@ void train_runs(const ParityTableConfig& c, const std::vector<Side>& sides, Pari
     queue.push_back(std::move(q));
   }
   const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
-  if (training::queue_resumes(queue, journal)) say("resuming the interrupted runs in " + c.runs.string());
-  else
-    for (const Side& side : sides) fs::remove_all(c.runs / side.name);
+  const auto start = [&](bool resuming) {
+    if (resuming) say("resuming the interrupted runs in " + c.runs.string());
+    else
+      for (const Side& side : sides) fs::remove_all(c.runs / side.name);
+  };
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal);
+      training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal, start);
   for (std::size_t i = 0; i < jobs.size(); ++i)
     result.runs.push_back({jobs[i].side->name, jobs[i].seed, finished[i].wall_seconds, finished[i].summary});
 }

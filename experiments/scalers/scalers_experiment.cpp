@@ -176,11 +176,13 @@ ScalersResult run_scalers(const ScalersConfig& c, const Progress& progress) {
       " at a time, into " + c.runs.string());
   // A previous experiment's directories are replaced, unless an interrupted one resumes (training/run_queue.h).
   const fs::path journal = c.runs / "queue.json";
-  if (training::queue_resumes(sorted, journal)) say("resuming the interrupted runs in " + c.runs.string());
-  else
-    for (const ScenarioSpec& scenario : scenarios(c)) fs::remove_all(c.runs / scenario.name);
+  const auto start = [&](bool resuming) {
+    if (resuming) say("resuming the interrupted runs in " + c.runs.string());
+    else
+      for (const ScenarioSpec& scenario : scenarios(c)) fs::remove_all(c.runs / scenario.name);
+  };
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(sorted, c.jobs, [&](const std::string& line) { say(line); }, journal);
+      training::run_queue(sorted, c.jobs, [&](const std::string& line) { say(line); }, journal, start);
   for (std::size_t k = 0; k < order.size(); ++k) {
     ScalersRun& run = result.runs[order[k]];
     run.summary = finished[k].summary;

@@ -255,14 +255,16 @@ std::vector<training::FinishedRun> train_runs(const SwampingConfig& c, std::vect
   say("swamping: " + std::to_string(queue.size()) + " runs, " + std::to_string(std::min(c.jobs, queue.size())) +
       " at a time, into " + c.runs.string());
   const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
-  if (training::queue_resumes(queue, journal)) {
-    say("swamping: resuming the interrupted runs in " + c.runs.string());
-  } else {
+  const auto start = [&](bool resuming) {
+    if (resuming) {
+      say("swamping: resuming the interrupted runs in " + c.runs.string());
+      return;
+    }
     for (double lr : c.learning_rates) fs::remove_all(c.runs / learning_rate_directory(lr));
     fs::remove_all(c.runs / "diagnosis");
-  }
+  };
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("swamping: " + line); }, journal);
+      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("swamping: " + line); }, journal, start);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     runs[i].summary = finished[i].summary;
     record::write_file_atomically(runs[i].dir / "census.json", census_json(*runs[i].census).dump(1) + "\n");

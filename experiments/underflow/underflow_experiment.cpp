@@ -283,16 +283,18 @@ TrainedRuns train_runs(const UnderflowConfig& c, const std::vector<std::string>&
     queue.push_back(std::move(q));
   }
   const fs::path journal = c.runs / "queue.json";  // an interrupted experiment resumes (training/run_queue.h)
-  if (training::queue_resumes(queue, journal)) {
-    say("resuming the interrupted runs in " + c.runs.string());
-  } else {
+  const auto start = [&](bool resuming) {
+    if (resuming) {
+      say("resuming the interrupted runs in " + c.runs.string());
+      return;
+    }
     for (const std::string& n : side_names) fs::remove_all(c.runs / n);
     fs::remove_all(c.runs / baseline_name);
     fs::remove_all(c.runs / "dcgan-fp32-ref");
-  }
+  };
   say(cat(std::to_string(queue.size()), " runs, ", std::to_string(std::min(c.jobs, queue.size())), " at a time, into ",
           c.runs.string()));
-  trained.finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal);
+  trained.finished = training::run_queue(queue, c.jobs, [&](const std::string& line) { say(line); }, journal, start);
   return trained;
 }
 

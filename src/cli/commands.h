@@ -44,5 +44,6 @@ void add_feature_extractor_command(CLI::App& root, std::vector<Command>& command
 void add_study_command(CLI::App& root, std::vector<Command>& commands);
 void add_report_page_command(CLI::App& root, std::vector<Command>& commands);
 void add_allreduce_command(CLI::App& root, std::vector<Command>& commands);
+void add_sweep_command(CLI::App& root, std::vector<Command>& commands);
 
 }  // namespace mpverify::cli

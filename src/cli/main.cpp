@@ -38,6 +38,7 @@ std::vector<Command> add_commands(CLI::App& root) {
   add_study_command(root, commands);
   add_report_page_command(root, commands);
   add_allreduce_command(root, commands);
+  add_sweep_command(root, commands);
   return commands;
 }
 

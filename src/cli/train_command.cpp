@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/train_arguments.h"
 #include "io/file_error.h"
 #include "metrics/gan_evaluation.h"
 #include "training/ensemble.h"
@@ -250,14 +251,12 @@ void check_out_directory(const TrainOptions& o) {
 // An ensemble started again in the same --out (after a kill, say) resumes: runs that finished with this
 // configuration are kept, runs killed in flight are trained again from their start. A finished run of
 // another configuration is refused (UsageError) rather than replaced.
-void check_resumable(const TrainOptions& o, const training::TrainConfig& config,
-                     const std::vector<std::uint64_t>& seeds, bool show) {
+void check_resumable(const TrainOptions& o, const training::EnsemblePlan& plan, bool show) {
   const std::filesystem::path out = o.out;
   if (!std::filesystem::exists(out)) return;
-  const nlohmann::json shared = training::ensemble_config(config, seeds.front());
-  for (std::uint64_t s : seeds) {
+  for (std::uint64_t s : plan.seeds) {
     const std::string dir = training::seed_directory(out, s).string();
-    switch (training::seed_run_state(out, s, shared)) {
+    switch (training::seed_run_state(out, s, plan.shared)) {
       case training::SeedRunState::absent: break;
       case training::SeedRunState::interrupted:
         if (show) std::fprintf(stderr, "resuming: %s was interrupted; training it again\n", dir.c_str());
@@ -283,9 +282,11 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
   }
   if (std::filesystem::exists(out / "ensemble.json") && !o.force)
     throw UsageError("--out " + o.out + " already holds an ensemble (ensemble.json); pass --force to replace it");
-  if (!o.force) with_usage_errors([&] { check_resumable(o, config, seeds, show); });
+  training::EnsemblePlan plan;
+  with_usage_errors([&] { plan = training::plan_ensemble(config, seeds); });
+  if (!o.force) check_resumable(o, plan, show);
   with_usage_errors([&] {
-    training::run_ensemble(config, seeds, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
+    training::run_ensemble(plan, out, [&](std::uint64_t seed, std::size_t index, const nlohmann::json& step) {
       if (!show) return;
       const auto& loss = step["loss"];
       std::fprintf(stderr, "\rseed %llu (run %zu/%zu)  step %zu/%zu  loss %-10.5g", static_cast<unsigned long long>(seed),
@@ -340,6 +341,26 @@ int run_train(const TrainOptions& o, const TrainFlags& flags) {
 }
 
 }  // namespace
+
+training::TrainConfig train_config_from_arguments(const std::vector<std::string>& arguments) {
+  TrainOptions o;
+  TrainFlags flags;
+  CLI::App app("train");
+  add_model_and_data_options(&app, o, flags);
+  add_training_options(&app, o, flags);
+  add_recording_and_output_options(&app, o);
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11 parses from the back
+  reversed.insert(reversed.begin(), {"-", "--out"});  // --out is required, and unused here
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    if (dynamic_cast<const CLI::CallForHelp*>(&e)) message = "--help is not a training setting";
+    throw UsageError(message);
+  }
+  if (flags.seeds->count() > 0) throw UsageError("--seeds: a planned run trains one seed (--seed)");
+  return train_config(o, flags);
+}
 
 void add_train_command(CLI::App& root, std::vector<Command>& commands) {
   auto o = std::make_shared<TrainOptions>();

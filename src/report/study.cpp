@@ -143,15 +143,17 @@ void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std:
   // study's runs are replaced (a stale seed directory would be ignored by ensemble.json anyway, but
   // would mislead a reader).
   const fs::path journal = c.out / "queue.json";
-  if (training::queue_resumes(queue, journal)) say("study: resuming the interrupted study in " + c.out.string());
-  else
-    for (const char* name : {"fp32-ref", "o2-emu", "o2-gpu"}) fs::remove_all(c.out / name);
+  const auto start = [&](bool resuming) {
+    if (resuming) say("study: resuming the interrupted study in " + c.out.string());
+    else
+      for (const char* name : {"fp32-ref", "o2-emu", "o2-gpu"}) fs::remove_all(c.out / name);
+  };
   say("study: " + std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x " +
       std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
       std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
   if (!result.gpu_reason.empty() && c.backend == "auto") say("study: no GPU side (" + result.gpu_reason + ")");
   const std::vector<training::FinishedRun> finished =
-      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("study: " + line); }, journal);
+      training::run_queue(queue, c.jobs, [&](const std::string& line) { say("study: " + line); }, journal, start);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     StudyRun& run = result.runs[i];
     run.side = jobs[i].side->name;

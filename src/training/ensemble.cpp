@@ -65,14 +65,15 @@ std::filesystem::path seed_directory(const std::filesystem::path& out, std::uint
   return out / ("seed-" + std::to_string(seed));
 }
 
-nlohmann::json ensemble_config(const TrainConfig& config, std::uint64_t first_seed) {
+EnsemblePlan plan_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds) {
+  if (seeds.empty()) throw std::invalid_argument("--seeds: no seed given");
   // Only the seed differs between the runs, and no setting is valid for one seed only.
   TrainConfig c = config;
-  c.seed = first_seed;
+  c.seed = seeds.front();
   const Trainer check(c);
   nlohmann::json shared = check.summary()["config"];
   shared.erase("seed");
-  return shared;
+  return {config, seeds, std::move(shared)};
 }
 
 SeedRunState seed_run_state(const std::filesystem::path& out, std::uint64_t seed, const nlohmann::json& shared) {
@@ -93,12 +94,13 @@ SeedRunState seed_run_state(const std::filesystem::path& out, std::uint64_t seed
   return config == shared ? SeedRunState::finished : SeedRunState::other_configuration;
 }
 
-void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds,
-                  const std::filesystem::path& out,
+void run_ensemble(const EnsemblePlan& plan, const std::filesystem::path& out,
                   const std::function<void(std::uint64_t, std::size_t, const nlohmann::json&)>& progress,
                   bool keep_finished) {
-  if (seeds.empty()) throw std::invalid_argument("--seeds: no seed given");
-  const nlohmann::json shared = ensemble_config(config, seeds.front());
+  // References, not a structured binding: a lambda below captures them (clang before 16 cannot).
+  const TrainConfig& config = plan.config;
+  const std::vector<std::uint64_t>& seeds = plan.seeds;
+  const nlohmann::json& shared = plan.shared;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     const std::filesystem::path dir = seed_directory(out, seeds[i]);
     if (keep_finished && seed_run_state(out, seeds[i], shared) == SeedRunState::finished) continue;

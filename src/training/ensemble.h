@@ -27,10 +27,17 @@ inline constexpr std::size_t kMaxSeeds = 1000;
 
 std::filesystem::path seed_directory(const std::filesystem::path& out, std::uint64_t seed);
 
-// The ensemble's shared configuration: summary.json's "config" of the first seed's run without "seed".
-// Validates the configuration (builds a Trainer); std::invalid_argument / data::DataFileError as
-// run_training.
-nlohmann::json ensemble_config(const TrainConfig& config, std::uint64_t first_seed);
+// An ensemble to train: the configuration, its seeds, and `shared`, summary.json's "config" of the
+// first seed's run without "seed" (what every seed's run holds, and what ensemble.json records).
+struct EnsemblePlan {
+  TrainConfig config;
+  std::vector<std::uint64_t> seeds;
+  nlohmann::json shared;
+};
+
+// Validates the configuration once (builds a Trainer): std::invalid_argument / data::DataFileError as
+// run_training, and std::invalid_argument for no seed.
+EnsemblePlan plan_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds);
 
 // What a seed's directory holds when an ensemble (re)starts. A run writes summary.json last and
 // atomically, so its presence means the run finished; a directory without it is what a killed run
@@ -43,14 +50,12 @@ enum class SeedRunState {
 };
 SeedRunState seed_run_state(const std::filesystem::path& out, std::uint64_t seed, const nlohmann::json& shared);
 
-// Runs config once per seed (config.seed replaced) into seed_directory(out, s), then writes ensemble.json.
-// The configuration is validated (a Trainer is built) before any file is written; std::invalid_argument /
-// data::DataFileError as run_training. With keep_finished, a seed whose run is SeedRunState::finished is
+// Runs the plan's configuration once per seed (config.seed replaced) into seed_directory(out, s), then
+// writes ensemble.json. With keep_finished, a seed whose run is SeedRunState::finished is
 // kept as it is (a resumed ensemble); every other seed's directory is removed and trained from its start,
 // so a resumed ensemble is byte-identical to an uninterrupted one. `progress(seed, index, step_line)`
 // follows every step of every run trained.
-void run_ensemble(const TrainConfig& config, const std::vector<std::uint64_t>& seeds,
-                  const std::filesystem::path& out,
+void run_ensemble(const EnsemblePlan& plan, const std::filesystem::path& out,
                   const std::function<void(std::uint64_t seed, std::size_t index, const nlohmann::json& step)>&
                       progress = {},
                   bool keep_finished = false);

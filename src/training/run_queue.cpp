@@ -75,17 +75,16 @@ bool finished_earlier(const json& planned) {
 
 }  // namespace
 
-bool queue_resumes(const std::vector<QueuedRun>& runs, const std::filesystem::path& journal) {
-  return journal_matches(journal, queue_plan(runs));
-}
-
 std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size_t jobs,
                                    const std::function<void(const std::string&)>& progress,
-                                   const std::filesystem::path& journal) {
+                                   const std::filesystem::path& journal,
+                                   const std::function<void(bool resuming)>& on_start) {
   if (jobs < 1) throw std::invalid_argument("run_queue: jobs must be at least 1");
   const json plan = queue_plan(runs);
+  const bool resuming = journal_matches(journal, plan);
+  if (on_start) on_start(resuming);
   std::vector<bool> keep(runs.size(), false);
-  if (journal_matches(journal, plan)) {
+  if (resuming) {
     // A run with an extra observer (a census) is trained again: its observer must see the training.
     for (std::size_t i = 0; i < runs.size(); ++i) keep[i] = !runs[i].config.extra_observer && finished_earlier(plan[i]);
   } else if (!journal.empty()) {

@@ -44,12 +44,14 @@ struct FinishedRun {
 // share nothing, the directories are then byte-identical to an uninterrupted
 // queue's. Without a journal, or with another queue's, every run directory
 // is replaced.
+//
+// `on_start(resuming)` (may be empty) is called once, after every
+// configuration was validated and before any file is written: `resuming`
+// says whether this very queue's journal was found. Callers that clear a
+// previous experiment's output do it there, and only when not resuming.
 std::vector<FinishedRun> run_queue(const std::vector<QueuedRun>& runs, std::size_t jobs,
                                    const std::function<void(const std::string&)>& progress = {},
-                                   const std::filesystem::path& journal = {});
-
-// Whether run_queue(runs, ..., journal) would resume: the journal of this very queue is there. Callers
-// that clear their output before queueing must not when this is true.
-bool queue_resumes(const std::vector<QueuedRun>& runs, const std::filesystem::path& journal);
+                                   const std::filesystem::path& journal = {},
+                                   const std::function<void(bool resuming)>& on_start = {});
 
 }  // namespace mpverify::training

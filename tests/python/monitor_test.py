@@ -65,12 +65,13 @@ def batches(seed, steps, n=16):
         yield x, (x[:, 0, :4, :].sum(dim=(1, 2)) > 0).long() + 2 * (x[:, 0, 4:, :].sum(dim=(1, 2)) > 0).long()
 
 
-def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor=1.0, hooks=None):
+def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor=1.0, hooks=None,
+          provenance="every_step", evaluate=True):
     torch.manual_seed(seed)
     model = small_cnn()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="small-cnn",
-                         verbose=False)
+                         verbose=False, provenance=provenance)
     if hooks:
         hooks(model, monitor)
     for step, (x, y) in enumerate(batches(seed, steps)):
@@ -85,10 +86,11 @@ def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor
             loss.backward()
             opt.step()
         monitor.step(loss)
-    with torch.no_grad():
-        x, y = next(batches(seed + 500, 1, n=200))
-        accuracy = float((model(x).argmax(1) == y).float().mean())
-    monitor.evaluation(test_accuracy=accuracy, test_size=200)
+    if evaluate:
+        with torch.no_grad():
+            x, y = next(batches(seed + 500, 1, n=200))
+            accuracy = float((model(x).argmax(1) == y).float().mean())
+        monitor.evaluation(test_accuracy=accuracy, test_size=200)
     monitor.close()
     return model
 
@@ -443,21 +445,9 @@ def test_provenance_on_recorded_steps_only(tmp_path):
                 return (inputs[0] * float("nan"),)
         model[3].register_forward_pre_hook(inf_input)
 
-    torch.manual_seed(2)
-    model = small_cnn()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    scaler = mt.GradScaler("torch")  # skips the step with NaN gradients: the weights stay finite
-    monitor = mt.Monitor(model, opt, scaler=scaler, out=tmp_path / "run", every=2, verbose=False,
-                         provenance="recorded_steps")
-    planted(model, monitor)
-    for x, y in batches(2, 6):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        monitor.step(loss)
-    monitor.close()
+    # The torch rule skips the step with NaN gradients: the weights stay finite.
+    model = train(tmp_path / "run", seed=2, steps=6, scaler=mt.GradScaler("torch"), every=2, hooks=planted,
+                  provenance="recorded_steps", evaluate=False)
     assert counted["hooks"] == 3  # steps 0, 2 and 4: one hook each on module 0; none on 1, 3, 5
     steps = read_lines(tmp_path / "run" / "steps.jsonl")
     # Step 3 is not recorded: without module hooks the loss (non-finite, and before every gradient) names it.
@@ -467,23 +457,13 @@ def test_provenance_on_recorded_steps_only(tmp_path):
     lines = read_lines(tmp_path / "run" / "tensors.jsonl")
     assert {t["step"] for t in lines} == {0, 2, 4}
     with pytest.raises(ValueError, match="provenance must be one of every_step, recorded_steps"):
-        mt.Monitor(model, opt, out=tmp_path / "bad", provenance="sometimes")
+        mt.Monitor(model, torch.optim.SGD(model.parameters(), lr=0.05), out=tmp_path / "bad", provenance="sometimes")
 
 
 def test_provenance_modes_record_the_same_steps(tmp_path):
     # On recorded steps both modes hook every module: their tensors and histograms are the same bytes.
     for mode in ("every_step", "recorded_steps"):
-        torch.manual_seed(4)
-        model = small_cnn()
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        monitor = mt.Monitor(model, opt, out=tmp_path / mode, every=3, verbose=False, provenance=mode)
-        for x, y in batches(4, 7):
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            monitor.step(loss)
-        monitor.close()
+        train(tmp_path / mode, seed=4, steps=7, every=3, provenance=mode, evaluate=False)
     for name in ("tensors.jsonl", "histograms.jsonl", "steps.jsonl"):
         with open(tmp_path / "every_step" / name, "rb") as a, open(tmp_path / "recorded_steps" / name, "rb") as b:
             assert a.read() == b.read(), name
@@ -497,21 +477,8 @@ def test_provenance_on_recorded_steps_only_checks_the_parameter_gradients(tmp_pa
             module.backward_factor = float("inf") if monitor._step == 1 else 1.0
         model[2].register_forward_pre_hook(hook)
 
-    torch.manual_seed(1)
-    model = small_cnn()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    scaler = mt.GradScaler("torch")
-    monitor = mt.Monitor(model, opt, scaler=scaler, out=tmp_path / "run", every=2, verbose=False,
-                         provenance="recorded_steps")
-    backward_inf(model, monitor)
-    for x, y in batches(1, 3):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        monitor.step(loss)
-    monitor.close()
+    model = train(tmp_path / "run", seed=1, steps=3, scaler=mt.GradScaler("torch"), every=2, hooks=backward_inf,
+                  provenance="recorded_steps", evaluate=False)
     steps = read_lines(tmp_path / "run" / "steps.jsonl")
     first = steps[1]["nonfinite"]
     assert (first["layer"], first["tensor"], first["pass"]) == ("0", "weight.grad", "backward"), first
