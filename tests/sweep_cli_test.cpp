@@ -35,14 +35,34 @@ const char* kPlan = R"({"train": {"model": "mlp", "data": "synthetic", "backend"
   "axes": {"recipe": ["fp32", "o2"], "scaler": ["torch"], "seed": [1, 2, 3]},
   "gate": {"baseline": {"recipe": "fp32"}, "metric": "accuracy", "margin": 5}})";
 
+// This process's own folder: ctest runs each test as its own process, several at a time, and each makes the
+// reference sweep it compares with.
+fs::path scratch() {
+  static const fs::path dir = [] {
+    const fs::path d = fs::temp_directory_path() / ("mpverify-sweep-test-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Removed when the process's tests end.
+class RemoveScratch : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(scratch()); }
+};
+[[maybe_unused]] const ::testing::Environment* const kRemoveScratch =
+    ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+
 fs::path fresh(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("mpverify-sweep-" + name);
+  const fs::path dir = scratch() / name;
   fs::remove_all(dir);
   return dir;
 }
 
 fs::path write_plan(const std::string& name, const std::string& text) {
-  const fs::path file = fs::temp_directory_path() / ("mpverify-sweep-plan-" + name + ".json");
+  const fs::path file = scratch() / ("plan-" + name + ".json");
   std::ofstream(file) << text;
   return file;
 }
@@ -78,7 +98,7 @@ TEST(SweepCli, WritesOneEnsemblePerCandidateAndTheGatesVerdicts) {
   EXPECT_EQ(sweep["candidates"][0]["role"], "baseline");
   const nlohmann::json& gate = sweep["candidates"][1]["gate"];
   // The same decision as `mpverify gate` on the same two ensembles (the gate's own command, run here).
-  const fs::path out = fs::temp_directory_path() / "mpverify-sweep-reference";
+  const fs::path out = scratch() / "reference";
   const auto by_gate = run_command(std::string(MPVERIFY_BIN) + " gate --baseline " +
                                        (out / "recipe-fp32_scaler-torch").string() + " --candidate " +
                                        (out / "recipe-o2_scaler-torch").string() + " --metric accuracy --margin 5 --json",
@@ -138,7 +158,7 @@ TEST(SweepCli, ARunKilledInFlightIsRedoneAndChangesNothing) {
   // Every run's first start is killed (SIGKILL) halfway through writing its summary.json; the sweep starts it
   // again (without the fault injection) and the files are those of an uninterrupted sweep.
   const fs::path out = fresh("run-killed");
-  const fs::path log = fs::temp_directory_path() / "mpverify-sweep-run-killed.log";
+  const fs::path log = scratch() / "run-killed.log";
   const std::vector<std::string> args{MPVERIFY_BIN, "sweep", write_plan("main", kPlan).string(), "--out", out.string(),
                                       "--workers", "2"};
   const Ended e = run_program(args, "summary.json:1", log);
@@ -205,7 +225,7 @@ std::vector<std::string> mpirun(int ranks, const std::vector<std::string>& more)
 TEST(SweepCli, MpiRanksWriteTheSameBytes) {
   SKIP_WITHOUT_MPI();
   const fs::path out = fresh("mpi");
-  const fs::path log = fs::temp_directory_path() / "mpverify-sweep-mpi.log";
+  const fs::path log = scratch() / "mpi.log";
   auto args = mpirun(3, {MPVERIFY_BIN, "sweep", write_plan("main", kPlan).string(), "--out", out.string()});
   const Ended e = run_program(args, "", log);
   ASSERT_EQ(e.exit_code, 0) << mpverify::test::file_bytes(log);
@@ -217,7 +237,7 @@ TEST(SweepCli, MpiRefusesABadPlanOnEveryRank) {
   const fs::path out = fresh("mpi-bad");
   const auto args = mpirun(3, {MPVERIFY_BIN, "sweep", write_plan("mpi-bad", "{\"axes\": {}}").string(), "--out",
                                out.string()});
-  const fs::path log = fs::temp_directory_path() / "mpverify-sweep-mpi-bad.log";
+  const fs::path log = scratch() / "mpi-bad.log";
   EXPECT_EQ(run_program(args, "", log).exit_code, 2);
   EXPECT_NE(mpverify::test::file_bytes(log).find("add \"seed\""), std::string::npos) << mpverify::test::file_bytes(log);
   EXPECT_FALSE(fs::exists(out));
@@ -243,7 +263,7 @@ pid_t training_rank(int rank, const fs::path& out) {
 TEST(SweepCli, UnderRecoveryARankThatDiesLosesOnlyItsRunInFlight) {
   SKIP_WITHOUT_MPI();
   const fs::path out = fresh("mpi-rank-dies");
-  const fs::path log = fs::temp_directory_path() / "mpverify-sweep-mpi-rank-dies.log";
+  const fs::path log = scratch() / "mpi-rank-dies.log";
   const auto args = mpirun(3, {"--enable-recovery", MPVERIFY_BIN, "sweep", write_plan("main", kPlan).string(), "--out",
                                out.string(), "--rank-timeout", "3"});
   const pid_t job = ::fork();

@@ -158,11 +158,13 @@ for what, o, e in zip(("y", "dx", "dW"), ours, refs):
     check(f"integer Conv2d {what}: non-zero (not vacuous)", bool(e.abs().sum() > 0))
     check_equal(f"integer Conv2d {what} equals torch's conv", o, e)
 
-# padding_mode="reflect": torch pads, the emulated conv multiplies.
+# padding_mode="reflect": torch pads, the emulated conv multiplies. Small integers, the bias too: every sum
+# is exact in fp32 whatever order torch's kernel for this CPU adds in (a random bias made it one ulp apart).
 conv = torch.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect")
 x = torch.randint(-8, 9, (2, 2, 5, 5)).float()
 with torch.no_grad():
     conv.weight.copy_(torch.randint(-4, 5, conv.weight.shape).float())
+    conv.bias.copy_(torch.randint(-4, 5, conv.bias.shape).float())
 expected = F.conv2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), conv.weight, conv.bias)
 check_equal("reflect-padded Conv2d y", mpverify.torch.emulate(torch.nn.Sequential(conv), "fp16")(x).detach(), expected)
 
