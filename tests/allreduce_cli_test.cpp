@@ -1,6 +1,6 @@
 // `mpverify allreduce` as a user runs it: a hand-worked fp16 case (values,
 // counters and errors worked out below), the JSON fields, per-rank files
-// against the one-matrix form, synthetic inputs' reproducibility, the bad
+// against the one-matrix form, synthetic and --from-model inputs (provenance, reproducibility), the bad
 // inputs (exit 2, one line naming the problem, no output left), and the MPI
 // ring and tree under `mpirun -n P` (P = 2, 3, 4) against the simulation,
 // byte for byte. OUT.npy is read back here with a parser of its own.
@@ -115,6 +115,32 @@ TEST(AllreduceCli, SyntheticInputsAreReproducible) {
   EXPECT_NE(bytes_of(dir / "err.npy").find("'descr': '<f8'"), std::string::npos);
 }
 
+// --from-model: the rows are the CNN's shard gradients (training/shard_gradients.h; held against FP64 in
+// shard_gradients_test); here the CLI's provenance and reproducibility. The CNN's parameters: conv1 8 x 1 x 3 x 3
+// + 8, bn1 8 + 8, conv2 16 x 8 x 3 x 3 + 16, bn2 16 + 16, fc 10 x 784 + 10 = 9146 (nn/models.h).
+TEST(AllreduceCli, FromModelNamesItsSourceAndIsReproducible) {
+  TempDir dir;
+  const std::string common = " --ranks 4 --shard-batch 2 --step 1 --format bf16 --json --out ";
+  const auto a = run_command(cli("--from-model cnn --model-seed 7" + common + dir / "a.npy"), "");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  ASSERT_EQ(run_command(cli("--from-model cnn --model-seed 7" + common + dir / "b.npy"), "").exit_code, 0);
+  ASSERT_EQ(run_command(cli("--from-model cnn --model-seed 8" + common + dir / "c.npy"), "").exit_code, 0);
+  EXPECT_EQ(bytes_of(dir / "a.npy"), bytes_of(dir / "b.npy"));
+  EXPECT_NE(bytes_of(dir / "a.npy"), bytes_of(dir / "c.npy"));
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["ranks"], 4);
+  EXPECT_EQ(j["elements"], 8 * 9 + 8 + 16 + 16 * 8 * 9 + 16 + 32 + 10 * 784 + 10);
+  EXPECT_EQ(j["from_model"]["model"], "cnn");
+  EXPECT_EQ(j["from_model"]["data"], "synthetic");
+  EXPECT_EQ(j["from_model"]["seed"], 7);
+  EXPECT_EQ(j["from_model"]["step"], 1);
+  EXPECT_EQ(j["from_model"]["shard_batch"], 2);
+  EXPECT_EQ(j["from_model"]["parameters"][0]["name"], "conv1.w");
+  EXPECT_EQ(j["from_model"]["parameters"][0]["elements"], 72);
+  const auto synthetic = run_command(cli("--synthetic 1 --ranks 2 --elements 4 --format bf16 --json --out " + dir / "s.npy"), "");
+  EXPECT_TRUE(nlohmann::json::parse(synthetic.out)["from_model"].is_null());
+}
+
 TEST(AllreduceCli, HelpNamesTheOrders) {
   const auto r = run_command(cli("--help"), "");
   EXPECT_EQ(r.exit_code, 0);
@@ -140,6 +166,14 @@ TEST(AllreduceCli, BadInputsExitTwoAndWriteNothing) {
       {"--synthetic 1 --ranks 3 --format bf16 --out " + out, "--elements"},
       {dir / "flat.npy " + dir / "two.npy" + " --format bf16 --out " + out, "same number"},
       {dir / "in.npy" + " --format bf16 --mpi --out " + out, "mpirun"},
+      {"--from-model resnet --ranks 2 --format bf16 --out " + out, "resnet"},
+      {"--from-model cnn --ranks 0 --format bf16 --out " + out, "0 ranks"},
+      {"--from-model cnn --format bf16 --out " + out, "--ranks"},
+      {"--from-model cnn --ranks 2 --shard-batch 0 --format bf16 --out " + out, "shard batch"},
+      {"--from-model cnn --ranks 2 --data kjv --format bf16 --out " + out, "kjv"},
+      {"--from-model cnn --ranks 2 --elements 5 --format bf16 --out " + out, "--elements"},
+      {"--synthetic 1 --ranks 2 --elements 5 --step 3 --format bf16 --out " + out, "--from-model"},
+      {dir / "in.npy" + " --from-model mlp --ranks 2 --format bf16 --out " + out, "leave out"},
   };
   for (const auto& [args, needle] : cases) {
     const auto r = run_command("env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE " + cli(args), "", true);

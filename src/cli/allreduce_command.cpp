@@ -2,6 +2,7 @@
 //                    [--divide none|before|after|split|premul] [--scaling none|per-rank]
 //                    [--rounding MODE [--seed S]] [--mpi] [--json] --out OUT.npy [--errors ERR.npy]
 // mpverify allreduce --synthetic SEED --ranks N --elements n --format F ... --out OUT.npy
+// mpverify allreduce --from-model cnn --ranks N [--shard-batch B --model-seed S --step K] --format F ... --out OUT.npy
 // One gradient per rank summed across the ranks in a format, in the order a
 // collective library uses (collective/allreduce.h; docs/allreduce.md), with
 // the counters of every rounding and each element's error against the exact
@@ -41,6 +42,7 @@ struct AllreduceOptions {
   RoundingOptions rounding;
   std::uint64_t synthetic = 0;
   std::size_t ranks = 0, elements = 0;
+  training::ShardGradientOptions from_model;  // --from-model (model empty: not given)
   bool mpi = false, json = false;
   std::string out, errors_out;
 };
@@ -76,7 +78,22 @@ collective::AllreduceSpec make_spec(const AllreduceOptions& o) {
   return spec;
 }
 
+// --from-model and its options; the per-rank gradients of a training step's shards.
+AllreduceInputs model_inputs(const AllreduceOptions& o, const CLI::App& app) {
+  if (!o.in.empty()) throw UsageError("--from-model makes the inputs: leave out the input files (" + o.in.front() + ")");
+  if (app.count("--synthetic")) throw UsageError("give --from-model or --synthetic, not both");
+  if (app.count("--elements")) throw UsageError("--elements goes with --synthetic; --from-model's rows are the model's parameters");
+  if (!app.count("--ranks")) throw UsageError("--from-model needs --ranks N (the data-parallel ranks, one shard each)");
+  training::ShardGradientOptions options = o.from_model;
+  options.ranks = o.ranks;
+  if (!app.count("--data") && options.model == "transformer") options.data = "kjv";
+  return model_allreduce_inputs(options);
+}
+
 AllreduceInputs load_inputs(const AllreduceOptions& o, const CLI::App& app) {
+  if (app.count("--from-model")) return model_inputs(o, app);
+  for (const char* option : {"--shard-batch", "--data", "--data-dir", "--model-seed", "--step"})
+    if (app.count(option)) throw UsageError(std::string(option) + " goes with --from-model MODEL");
   const bool synthetic = app.count("--synthetic") > 0;
   if (synthetic) {
     if (!o.in.empty()) throw UsageError("--synthetic makes the inputs: leave out the input files (" + o.in.front() + ")");
@@ -130,6 +147,7 @@ nlohmann::json error_json(const collective::ErrorSummary& s) {
 nlohmann::json summary_json(const AllreduceOptions& o, const collective::AllreduceSpec& spec,
                             const AllreduceInputs& in, const Outcome& r, const collective::ErrorSummary& e) {
   return {{"input", in.source},
+          {"from_model", in.from_model},
           {"ranks", in.ranks},
           {"elements", in.n},
           {"format", spec.rounding.format.name},
@@ -249,8 +267,22 @@ void add_allreduce_command(CLI::App& root, std::vector<Command>& commands) {
       ->capture_default_str();
   o->rounding.add_to(app, "Stochastic rounding's seed (the streams: docs/allreduce.md)");
   app->add_option("--synthetic", o->synthetic, "Synthetic inputs with this seed (normal draws times 2^-10) instead of files");
-  app->add_option("--ranks", o->ranks, "With --synthetic: the number of ranks");
+  app->add_option("--ranks", o->ranks, "With --synthetic or --from-model: the number of ranks");
   app->add_option("--elements", o->elements, "With --synthetic: the elements of each rank's gradient");
+  app->add_option("--from-model", o->from_model.model,
+                  "Per-rank gradients of a training step's data-parallel shards: cnn, mlp or transformer "
+                  "(FP32 reference backend; docs/allreduce.md)");
+  app->add_option("--shard-batch", o->from_model.shard_batch, "With --from-model: examples per rank (B)")
+      ->capture_default_str();
+  app->add_option("--data", o->from_model.data,
+                  "With --from-model: synthetic or mnist (cnn, mlp), kjv (transformer; its default)")
+      ->capture_default_str();
+  app->add_option("--data-dir", o->from_model.data_dir, "With --from-model: the data set's files (default: the loader's)");
+  app->add_option("--model-seed", o->from_model.seed, "With --from-model: the training run's seed (weights, data, batches)")
+      ->capture_default_str();
+  app->add_option("--step", o->from_model.step,
+                  "With --from-model: fp32 training steps before the gradient step (0: the initial weights)")
+      ->capture_default_str();
   app->add_flag("--mpi", o->mpi, "Run as the ranks of an mpirun job (mpirun -n ROWS): the ring over MPI messages");
   app->add_option("--out", o->out, "Output .npy: the reduced vector (float32, n)")->required();
   app->add_option("--errors", o->errors_out, "Also write each element's error against the exact sum (float64, n) here");

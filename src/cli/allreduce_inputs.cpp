@@ -27,7 +27,7 @@ AllreduceInputs one_matrix(const std::string& file) {
                      "; one input file must be 2-D (ranks x n, one row per rank), or give one file per rank");
   check_ranks(t.shape[0], tensor_label(t));
   if (t.shape[1] == 0) throw UsageError(tensor_label(t) + " has no elements per rank (shape " + shape_text(t.shape) + ")");
-  return {std::move(t.values), t.shape[0], t.shape[1], tensor_label(t)};
+  return {std::move(t.values), t.shape[0], t.shape[1], tensor_label(t), {}};
 }
 
 }  // namespace
@@ -52,7 +52,24 @@ AllreduceInputs read_allreduce_inputs(const std::vector<std::string>& files) {
 AllreduceInputs synthetic_allreduce_inputs(std::uint64_t seed, std::size_t ranks, std::size_t n) {
   check_ranks(ranks, "--ranks");
   if (n == 0) throw UsageError("--elements 0: give the number of elements per rank (at least 1)");
-  return {collective::synthetic_gradients(ranks, n, seed), ranks, n, "synthetic, seed " + std::to_string(seed)};
+  return {collective::synthetic_gradients(ranks, n, seed), ranks, n, "synthetic, seed " + std::to_string(seed), {}};
+}
+
+AllreduceInputs model_allreduce_inputs(const training::ShardGradientOptions& options) {
+  training::ShardGradients g;
+  with_usage_errors([&] { g = training::shard_gradients(options); });
+  AllreduceInputs in{std::move(g.rows), g.ranks, g.n,
+                     options.model + " on " + options.data + ", seed " + std::to_string(options.seed) + ", step " +
+                         std::to_string(options.step) + ", " + std::to_string(options.shard_batch) + " per rank",
+                     nullptr};
+  nlohmann::json params = nlohmann::json::array();
+  for (std::size_t i = 0; i < g.parameter_names.size(); ++i)
+    params.push_back({{"name", g.parameter_names[i]}, {"elements", g.parameter_sizes[i]}});
+  in.from_model = {{"model", options.model},   {"data", options.data},
+                   {"seed", options.seed},     {"step", options.step},
+                   {"shard_batch", options.shard_batch}, {"backend", "ref"},
+                   {"train_size", g.train_size}, {"parameters", params}};
+  return in;
 }
 
 }  // namespace mpverify::cli
