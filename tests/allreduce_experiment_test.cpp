@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/directory_files.h"
 #include "allreduce/allreduce_experiment.h"
 #include "collective/allreduce.h"
 #include "formats/format.h"
@@ -28,12 +29,7 @@ fs::path fresh(const std::string& name) {
   return p;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string slurp(const fs::path& p) { return mpverify::test::file_bytes(p); }
 
 // The "Every cell" table's normwise column for (N, format label, order): the line
 // "| N | format | order | normwise | ...".

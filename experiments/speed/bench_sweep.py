@@ -85,7 +85,7 @@ def summary(args, repeats):
 def markdown(s, command):
     return f"""# Sweep throughput: N local workers against one
 
-Written by `{command}` on this machine ({s['cpus']} CPUs, no GPU used). A plan of {s['runs']} independent runs
+Written by {command} on this machine ({s['cpus']} CPUs, no GPU used). A plan of {s['runs']} independent runs
 (the MLP on synthetic data, emulated backend, {s['steps']} steps, fp32 and o2 over {s['runs'] // 2} seeds) is
 run by `mpverify sweep` with one worker and with {s['workers']}, alternately, {len(s['repeats'])} times; each
 ratio is taken within one repeat (the machine's speed moves by 20-40% between runs), and the two sweeps'
@@ -123,8 +123,8 @@ def main():
               f"{s['efficiency_median']:.2f} ({s['efficiency_min']:.2f}-{s['efficiency_max']:.2f}) with "
               f"{args.workers} workers")
     if args.markdown:
-        command = ("experiments/regenerate-reports sweep_throughput` (`experiments/speed/bench_sweep.py --workers "
-                   f"{args.workers} --runs {args.runs} --steps {args.steps} --repeats {args.repeats}")
+        command = ("`experiments/regenerate-reports sweep_throughput` (`experiments/speed/bench_sweep.py --workers "
+                   f"{args.workers} --runs {args.runs} --steps {args.steps} --repeats {args.repeats}`)")
         text = markdown(s, command)
         tmp = args.markdown + ".tmp"
         with open(tmp, "w") as f:
