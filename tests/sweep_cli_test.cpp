@@ -146,7 +146,13 @@ TEST(SweepCli, ShardsThenMergeWriteTheSameBytes) {
 
 TEST(SweepCli, MergeRefusesWhileAShardIsUnfinished) {
   const fs::path out = fresh("merge-early");
-  ASSERT_EQ(run_program(sweep_args(write_plan("main", kPlan), out, {"--shard", "0/2"}), "").exit_code, 0);
+  const auto shard = run_command(std::string(MPVERIFY_BIN) + " sweep " + write_plan("main", kPlan).string() + " --out " +
+                                     out.string() + " --shard 0/2 --quiet --json",
+                                 "");
+  ASSERT_EQ(shard.exit_code, 0);
+  const nlohmann::json said = nlohmann::json::parse(shard.out);  // --json: JSON on a shard too
+  EXPECT_EQ(said["runs"], 3);
+  EXPECT_EQ(said["shards"], 2);
   const auto r = run_command(std::string(MPVERIFY_BIN) + " sweep merge " + out.string(), "", true);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("3 of 6 runs are not finished"), std::string::npos) << r.out;

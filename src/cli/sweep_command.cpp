@@ -126,8 +126,14 @@ int run_sweep(const SweepOptions& o) {
   }
   progress.end();
   if (shard.count > 1) {
-    std::cout << "shard " << shard.index << "/" << shard.count << ": its " << mine << " runs are finished; once every "
-              << "shard's are: mpverify sweep merge " << out.string() << "\n";
+    if (o.json)
+      std::cout << nlohmann::ordered_json{{"shard", shard.index}, {"shards", shard.count}, {"runs", mine},
+                                          {"finished", true}, {"merge", "mpverify sweep merge " + out.string()}}
+                       .dump(2)
+                << "\n";
+    else
+      std::cout << "shard " << shard.index << "/" << shard.count << ": its " << mine << " runs are finished; once "
+                << "every shard's are: mpverify sweep merge " << out.string() << "\n";
     return 0;
   }
   return print_summary(sweep::finish_sweep(v.plan, out, v.configs), out, o.json);
