@@ -165,6 +165,35 @@ std::string verdict(const AllreduceExperimentConfig& c, const AllreduceExperimen
   return s;
 }
 
+// fp8 with per-rank scaling: the scale leaves room for N terms, so the inputs move one binade down per
+// doubling of N, toward the format's smallest subnormal. The inputs' underflow at the first and last N says
+// how much of the gradient that costs.
+std::string scaling_headroom(const AllreduceExperimentConfig& c, const AllreduceExperimentResult& r) {
+  const std::size_t lo = c.ranks.front(), hi = c.ranks.back();
+  std::string s = "## fp8: what the scaling's headroom costs\n\nPer-rank scaling takes 2^k with amax·2^k ≤ "
+                  "max_finite / N, room for the sum of N ranks without overflow; each doubling of N moves every "
+                  "input one binade further down, toward the format's smallest subnormal. Inputs that underflowed "
+                  "(in-uf, per input, ring):\n\n| format | N = " +
+                  std::to_string(lo) + " | N = " + std::to_string(hi) + " |\n|---|---|---|\n";
+  for (const AllreduceFormatCase& f : allreduce_format_cases()) {
+    if (f.scaling == "none") continue;
+    const AllreduceCell *a = find(r, lo, f.format, "ring"), *b = find(r, hi, f.format, "ring");
+    if (!a || !b) continue;
+    s += "| " + f.format + " | " + num(per(a->input_underflow, a->inputs)) + " | " +
+         num(per(b->input_underflow, b->inputs)) + " |\n";
+  }
+  std::size_t overflowing = 0, fp8_cells = 0;
+  for (const AllreduceCell& cell : r.cells) {
+    if (cell.scaling == "none") continue;
+    ++fp8_cells;
+    overflowing += cell.overflow > 0;
+  }
+  s += "\nfp8 sums with an overflowing addition: " + std::to_string(overflowing) + " of " +
+       std::to_string(fp8_cells) + " (the overflow column of the table below). ";
+  return s + "Headroom for the worst case N·amax is paid for at every N; a scale that tracked the sum's own amax "
+             "would keep more of the small inputs.\n\n";
+}
+
 std::string full_table(const AllreduceExperimentResult& r) {
   std::string s = "## Every cell\n\n";
   s += "| N | format | order | normwise | median rel | max rel | swamped | underflow | overflow | in-uf | "
@@ -223,7 +252,7 @@ std::vector<std::filesystem::path> write_allreduce_report(const AllreduceExperim
   std::string md = intro(config, result) + verdict(config, result);
   md += "![normwise error](" + error_svg.filename().string() + ")\n\n![swamped additions](" +
         swamped_svg.filename().string() + ")\n\n";
-  md += full_table(result) + timing_and_limits(result);
+  md += scaling_headroom(config, result) + full_table(result) + timing_and_limits(result);
   if (!dir.empty()) std::filesystem::create_directories(dir);
   record::write_file_atomically(error_svg, report::svg_line_chart(chart(result, false)));
   record::write_file_atomically(swamped_svg, report::svg_line_chart(chart(result, true)));
