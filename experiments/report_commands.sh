@@ -35,6 +35,8 @@ write_report() {
       "$build/experiments/bench_gpu" --markdown "$outdir/gpu_bench.md" ;;
     monitor_overhead)  # the Python module's Monitor on a torch training step
       PYTHONPATH="$build/python" /usr/bin/python3 "$source_dir/speed/bench_monitor.py" --markdown "$outdir/monitor_overhead.md" ;;
+    allreduce_training)  # the CNN trained data-parallel, gradients all-reduced in bf16 against fp32, gated
+      /usr/bin/python3 "$source_dir/allreduce/training_report.py" "$build" "$outdir/allreduce_training.md" "$runs" ;;
     sweep_throughput)  # mpverify sweep with 2 workers against 1, alternately
       /usr/bin/python3 "$source_dir/speed/bench_sweep.py" --mpverify "$build/mpverify" --markdown "$outdir/sweep_throughput.md" ;;
     block_quantize_speed)

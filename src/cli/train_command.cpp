@@ -149,6 +149,16 @@ void add_training_options(CLI::App* app, TrainOptions& o, TrainFlags& flags) {
                   "kept, interrupted ones trained again, and the files are the same bytes as an uninterrupted run's")
       ->excludes(seed_option);
   app->add_option("--batch-size", c.batch_size, "Examples per step")->capture_default_str();
+  app->add_option("--data-parallel", c.data_parallel.ranks,
+                  "mlp, cnn: cut each step's batch into N shards, one per simulated rank, and all-reduce their "
+                  "gradients in --reduce-format (each divided by N first, as PyTorch DDP does; needs "
+                  "--no-recorders; docs/allreduce.md)")
+      ->type_name("N");
+  app->add_option("--reduce-format", c.data_parallel.format, "--data-parallel: the format the all-reduce adds in")
+      ->capture_default_str();
+  app->add_option("--reduce-algorithm", c.data_parallel.algorithm,
+                  "--data-parallel: ring, tree or reduce-scatter (docs/allreduce.md)")
+      ->capture_default_str();
   app->add_option("--image-size", c.image_size, "Synthetic data only: image height = width (the models follow; dcgan: a multiple of 4)")
       ->capture_default_str();
   app->add_option("--optimizer", o.optimizer, "sgd or adam")->capture_default_str();

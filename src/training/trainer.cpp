@@ -164,6 +164,9 @@ struct Trainer::Impl {
 
   // Lost-update totals of the step, over all parameters.
   record::LostUpdateCounts lost_master, lost_without_master;
+
+  // --data-parallel: what the gradients' all-reduces did over the run.
+  collective::AllreduceCounters all_reduce_counters;
 };
 
 Trainer::Trainer(TrainConfig config)
@@ -213,9 +216,22 @@ void Trainer::check_settings() const {
     bad_config("input_scale must be a number > 0 that fits in fp32 (1 leaves the images as they are)");
   if (config_.input_scale != 1.0 && config_.model == "dcgan")
     bad_config("input_scale: only the classifiers (mlp, cnn) scale their input images");
+  check_data_parallel_settings();
   if (recipe_.precision.block_scaling && config_.model == "dcgan")
     bad_config("--recipe " + config_.recipe + ": the block-scaled recipes run the linear and convolution layers of "
                "mlp and cnn; dcgan's transposed convolutions have no block-scaled form yet");
+}
+
+void Trainer::check_data_parallel_settings() const {
+  if (!config_.data_parallel.on()) return;
+  if (config_.model != "mlp" && config_.model != "cnn")
+    bad_config("--data-parallel: the image classifiers (mlp, cnn) train data-parallel; " + config_.model +
+               " does not yet");
+  if (config_.recorders)
+    bad_config("--data-parallel: the recorders keep no per-shard records yet; add --no-recorders");
+  if (config_.against_reference) bad_config("--data-parallel: --against ref compares one batch, not shards");
+  // The CNN's batch norm needs two examples per shard.
+  check_data_parallel(config_.data_parallel, config_.batch_size, config_.model == "cnn" ? 2 : 1);
 }
 
 void Trainer::make_scaler_and_backend() {
@@ -634,17 +650,13 @@ void Trainer::classifier_step(nlohmann::json& log) {
 
 // One step on a batch: x and its labels (the transformer: one label per token); `batch` is the image batch,
 // for the reference (--against ref), or null.
-void Trainer::classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> labels, const data::Batch* batch,
-                                 nlohmann::json& log) {
+std::pair<float, std::size_t> Trainer::forward_backward(const nn::Tensor& x, std::span<const std::int32_t> labels,
+                                                      double scale, ops::SoftmaxCrossEntropyShape& shape) {
   Impl& m = *impl_;
   nn::Context& ctx = *m.ctx;
-  const double scale = m.scaler->scale();
-  ctx.set_loss_scale(scale);
-  cast_and_record_weights();
-
   ctx.set_pass(nn::Pass::forward);
   nn::Tensor logits = m.model->forward(ctx, x);
-  const ops::SoftmaxCrossEntropyShape shape{logits.n, logits.c};
+  shape = {logits.n, logits.c};
   const float loss =
       m.backend->softmax_cross_entropy(shape, logits.span(), labels, nn::loss_policy(recipe_.precision),
                                        ctx.counters());
@@ -662,6 +674,53 @@ void Trainer::classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> la
   for (float& v : dlogits.values) v = v * s32;
   ctx.store("loss", "dlogits", nn::Role::activation_grad, dlogits.span());
   m.model->backward(ctx, dlogits, false);
+  return {loss, correct};
+}
+
+// Data-parallel (training/data_parallel.h): shard r is examples r B ... r B + B - 1; each shard's forward and
+// backward leave its (scaled) gradients in the parameters, which go into row r; the rows' all-reduce is
+// written back as the step's gradients. The loss is the shards' mean loss.
+std::pair<float, std::size_t> Trainer::shards_forward_backward(const nn::Tensor& x,
+                                                             std::span<const std::int32_t> labels, double scale) {
+  Impl& m = *impl_;
+  const std::size_t ranks = config_.data_parallel.ranks, shard = labels.size() / ranks;
+  const std::vector<nn::Parameter*> params = m.model->parameters();
+  std::size_t n = 0;
+  for (const nn::Parameter* p : params) n += p->size();
+  std::vector<float> rows(ranks * n);
+  double loss_sum = 0;
+  std::size_t correct = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    nn::Tensor part(static_cast<int>(shard), x.c, x.h, x.w);
+    const auto first = x.values.begin() + static_cast<std::ptrdiff_t>(r * shard * x.example_size());
+    std::copy(first, first + static_cast<std::ptrdiff_t>(part.size()), part.values.begin());
+    ops::SoftmaxCrossEntropyShape shape;
+    const auto [loss, right] = forward_backward(part, labels.subspan(r * shard, shard), scale, shape);
+    loss_sum += loss;
+    correct += right;
+    float* row = rows.data() + r * n;
+    for (const nn::Parameter* p : params) row = std::copy(p->grad.begin(), p->grad.end(), row);
+  }
+  const std::vector<float> reduced =
+      reduce_gradients({rows, ranks, n}, config_.data_parallel, m.all_reduce_counters);
+  const float* from = reduced.data();
+  for (nn::Parameter* p : params) {
+    std::copy(from, from + p->size(), p->grad.begin());
+    from += p->size();
+  }
+  return {static_cast<float>(loss_sum / static_cast<double>(ranks)), correct};
+}
+
+void Trainer::classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> labels, const data::Batch* batch,
+                                 nlohmann::json& log) {
+  Impl& m = *impl_;
+  nn::Context& ctx = *m.ctx;
+  const double scale = m.scaler->scale();
+  ctx.set_loss_scale(scale);
+  cast_and_record_weights();
+  ops::SoftmaxCrossEntropyShape shape{};
+  const auto [loss, correct] = config_.data_parallel.on() ? shards_forward_backward(x, labels, scale)
+                                                          : forward_backward(x, labels, scale, shape);
 
   nlohmann::json reference;
   if (m.reference) reference = reference_step(x, *batch, shape, loss);
@@ -875,6 +934,7 @@ nlohmann::json Trainer::summary() const {
                            {"recorders", config_.recorders},
                            {"record_every", config_.record_every}};
   if (config_.input_scale != 1.0) config["input_scale"] = config_.input_scale;
+  if (config_.data_parallel.on()) config["data_parallel"] = data_parallel_json(config_.data_parallel);
   if (impl_->text) {
     // The transformer: sizes in tokens (the train part's, and the held-out windows' predictions).
     config["train_size"] = impl_->text->train_tokens();
@@ -891,15 +951,17 @@ nlohmann::json Trainer::summary() const {
                       {"adamw", config_.adam.adamw}};
   nlohmann::json tensor_counters = nlohmann::json::object();
   for (const auto& [tensor, set] : impl_->tensor_counters) tensor_counters[tensor] = counters_json(set);
-  return {{"config", config},
-          {"steps", step_},
-          {"skipped_steps", skipped_},
-          {"aborted", aborted_},
-          {"final_loss", number_or_null(last_loss_)},
-          {"final_scale", impl_->scaler->scale()},
-          {"thresholds", recorder_.thresholds()},
-          {"counters", counters_json(impl_->counters)},
-          {"tensor_counters", tensor_counters}};
+  nlohmann::json summary = {{"config", config},
+                             {"steps", step_},
+                             {"skipped_steps", skipped_},
+                             {"aborted", aborted_},
+                             {"final_loss", number_or_null(last_loss_)},
+                             {"final_scale", impl_->scaler->scale()},
+                             {"thresholds", recorder_.thresholds()},
+                             {"counters", counters_json(impl_->counters)},
+                             {"tensor_counters", tensor_counters}};
+  if (config_.data_parallel.on()) summary["all_reduce"] = all_reduce_counters_json(impl_->all_reduce_counters);
+  return summary;
 }
 
 void run_training(const TrainConfig& config, const std::filesystem::path& out,

@@ -44,6 +44,7 @@
 #include "nn/sequential.h"
 #include "refs/optimizer_ref.h"
 #include "training/loss_scaler.h"
+#include "training/data_parallel.h"
 #include "training/recipe.h"
 #include "training/step_recorder.h"
 
@@ -117,6 +118,9 @@ struct TrainConfig {
   std::function<std::unique_ptr<nn::Backend>()> backend_factory;
   std::size_t steps = 200;
   std::size_t batch_size = 64;
+  // mlp and cnn: each step's batch cut into this many shards whose gradients are all-reduced in a format
+  // (training/data_parallel.h); off by default. Per-tensor records and --against ref are not kept per shard.
+  DataParallel data_parallel;
   // Synthetic data only: the images' height = width (the models' shapes
   // follow), for speed tables over resolutions; the real sets are 28 (8).
   int image_size = 28;
@@ -206,6 +210,7 @@ class Trainer {
   // The pieces of the constructor, in its order.
   void check_settings() const;
   void check_text_settings() const;
+  void check_data_parallel_settings() const;
   void make_scaler_and_backend();
   void install_operand_scaling();
   void make_context();
@@ -215,6 +220,12 @@ class Trainer {
   // The pieces of step(), in its order.
   struct UpdateResult;
   void classifier_step(nlohmann::json& log);
+  // Forward, loss and backward (dlogits times `scale`) of one batch, or of its data-parallel shards with
+  // their gradients all-reduced; returns the loss and the number of examples predicted right.
+  std::pair<float, std::size_t> forward_backward(const nn::Tensor& x, std::span<const std::int32_t> labels,
+                                                 double scale, ops::SoftmaxCrossEntropyShape& shape);
+  std::pair<float, std::size_t> shards_forward_backward(const nn::Tensor& x, std::span<const std::int32_t> labels,
+                                                        double scale);
   void classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> labels, const data::Batch* batch,
                           nlohmann::json& log);
   void evaluate_chunk(nn::Sequential& model, nn::Context& ctx, nn::Tensor& x, std::span<const std::int32_t> labels,
