@@ -21,7 +21,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import re
 import time
+
+# The scheduler's simulated efficiency beyond this machine's cores: a plan of this many runs (the measured run
+# lengths, repeated) on these many workers.
+SIMULATED_RUNS = 240
+SIMULATED_WORKERS = (2, 4, 8, 16, 32, 64)
 
 
 def plan(runs, steps):
@@ -32,10 +38,29 @@ def plan(runs, steps):
 
 
 def timed_sweep(mpverify, plan_file, out, workers):
+    """Seconds for the whole sweep, and each run's seconds as the sweep reports them (in plan order)."""
     start = time.perf_counter()
-    subprocess.run([mpverify, "sweep", plan_file, "--out", out, "--workers", str(workers), "--quiet"],
-                   check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    done = subprocess.run([mpverify, "sweep", plan_file, "--out", out, "--workers", str(workers)],
+                          check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - start
+    # Not a terminal: one line per run, "sweep: [k/R] <candidate>/seed-<s> done in X s".
+    runs = {}
+    for line in done.stderr.splitlines():
+        m = re.match(r"sweep: \[\d+/\d+\] (\S+) done in ([0-9.]+) s$", line)
+        if m:
+            runs[m.group(1)] = float(m.group(2))
+    return seconds, [runs[k] for k in sorted(runs)]
+
+
+def simulated_efficiency(durations, workers, runs):
+    """The sweep's scheduler (each run, in plan order, to the first free worker) on `runs` runs whose lengths
+    cycle through the measured ones: total work / (workers x the time the last worker ends)."""
+    lengths = [durations[i % len(durations)] for i in range(runs)]
+    free = [0.0] * workers
+    for t in lengths:
+        k = free.index(min(free))
+        free[k] += t
+    return sum(lengths) / (workers * max(free))
 
 
 def same_tree(a, b):
@@ -58,12 +83,12 @@ def measure(args):
         for r in range(args.repeats):
             one = os.path.join(work, f"one-{r}")
             many = os.path.join(work, f"many-{r}")
-            t1 = timed_sweep(args.mpverify, plan_file, one, 1)
-            tn = timed_sweep(args.mpverify, plan_file, many, args.workers)
+            t1, durations = timed_sweep(args.mpverify, plan_file, one, 1)
+            tn, _ = timed_sweep(args.mpverify, plan_file, many, args.workers)
             if not same_tree(one, many):
                 sys.exit("bench_sweep: the two sweeps wrote different files")
             repeats.append({"one_worker_s": t1, "n_workers_s": tn, "speedup": t1 / tn,
-                            "efficiency": t1 / (args.workers * tn)})
+                            "efficiency": t1 / (args.workers * tn), "run_seconds": durations})
             print(f"repeat {r + 1}/{args.repeats}: 1 worker {t1:.1f} s, {args.workers} workers {tn:.1f} s, "
                   f"speed-up {t1 / tn:.2f}", file=sys.stderr)
             shutil.rmtree(one)
@@ -76,7 +101,10 @@ def measure(args):
 def summary(args, repeats):
     eff = [r["efficiency"] for r in repeats]
     sp = [r["speedup"] for r in repeats]
+    durations = [t for r in repeats for t in r["run_seconds"]]
+    simulated = {str(n): simulated_efficiency(durations, n, SIMULATED_RUNS) for n in SIMULATED_WORKERS}
     return {"workers": args.workers, "runs": args.runs, "steps": args.steps, "cpus": os.cpu_count(),
+            "simulated_runs": SIMULATED_RUNS, "simulated_efficiency": simulated,
             "speedup_median": statistics.median(sp), "speedup_min": min(sp), "speedup_max": max(sp),
             "efficiency_median": statistics.median(eff), "efficiency_min": min(eff), "efficiency_max": max(eff),
             "target_efficiency": 0.9, "repeats": repeats}
@@ -97,9 +125,19 @@ files were the same bytes every time.
 | efficiency t(1) / ({s['workers']} t({s['workers']})) | {s['efficiency_median']:.2f} | {s['efficiency_min']:.2f} - {s['efficiency_max']:.2f} |
 
 Target: an efficiency of at least {s['target_efficiency']} ({'met' if s['efficiency_median'] >= s['target_efficiency'] else 'missed'} at the median).
-Beyond {s['workers']} workers this machine has no cores to show; the scheduler keeps every worker busy until
-fewer runs than workers are left, so R runs of equal length on N workers take ceil(R/N) run-times
-(docs/sweep.md).
+
+Beyond {s['workers']} workers this machine has no cores to show. The sweep's scheduler (each run, in plan
+order, to the first free worker), simulated on a plan of {s['simulated_runs']} runs whose lengths cycle through
+the {len(s['repeats']) * s['runs']} run times measured above (from {min(t for r in s['repeats'] for t in r['run_seconds']):.1f} to {max(t for r in s['repeats'] for t in r['run_seconds']):.1f} s), gives these
+efficiencies (total work / (N x the time the last worker ends); the simulation leaves out each run's process
+start and the sweep's own start-up and end, which the measurement above includes):
+
+| workers | {' | '.join(s['simulated_efficiency'])} |
+|---|{'---|' * len(s['simulated_efficiency'])}
+| efficiency | {' | '.join(f"{v:.3f}" for v in s['simulated_efficiency'].values())} |
+
+Fewer runs than workers leave some idle: a plan of R runs of equal length on N workers takes ceil(R/N) run
+times (docs/sweep.md).
 """
 
 
