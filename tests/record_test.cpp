@@ -342,9 +342,12 @@ void expect_fused_equals_separate(const std::vector<float>& x, const formats::Fo
   ASSERT_TRUE(c.usable);
   const record::TensorStats ref = record::tensor_stats(x, f, 1.0, record::StatsPath::quantize);
   std::vector<record::detail::FusedKernel> kernels = {record::detail::FusedKernel::portable};
+  if (record::detail::fused_avx2_available()) kernels.push_back(record::detail::FusedKernel::avx2);
   if (record::detail::fused_avx512_available()) kernels.push_back(record::detail::FusedKernel::avx512);
   for (const auto kernel : kernels) {
-    SCOPED_TRACE(kernel == record::detail::FusedKernel::portable ? "portable" : "avx512");
+    SCOPED_TRACE(kernel == record::detail::FusedKernel::portable ? "portable"
+                 : kernel == record::detail::FusedKernel::avx2   ? "avx2"
+                                                                 : "avx512");
     const auto r = record::detail::fused_pass(x, c, kernel);
     EXPECT_EQ(r.counters, ref.counters);
     EXPECT_EQ(r.histogram, ref.histogram);

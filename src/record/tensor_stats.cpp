@@ -141,7 +141,7 @@ TensorStats tensor_stats(std::span<const float> x, const formats::Format& target
                                                                                : nullptr;
   if (fused != nullptr && fused->usable) {
     detail::FusedResult r = detail::fused_pass(
-        x, *fused, detail::fused_avx512_available() ? detail::FusedKernel::avx512 : detail::FusedKernel::portable);
+        x, *fused, detail::fastest_fused_kernel());
     s.counters = r.counters;
     s.histogram = r.histogram;
     s.norm = r.norm;

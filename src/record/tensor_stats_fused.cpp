@@ -281,6 +281,86 @@ __attribute__((target("avx512f,popcnt"))) std::size_t avx512_range(PassState& s,
   return i;
 }
 
+// AVX2 has no unsigned compares and no mask registers: unsigned a < b is a signed compare with both
+// sign bits flipped, and a lane count is the popcount of the compare's sign bits.
+__attribute__((target("avx2,popcnt"))) inline __m256i less_unsigned(__m256i a, __m256i b) {
+  const __m256i flip = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  return _mm256_cmpgt_epi32(_mm256_xor_si256(b, flip), _mm256_xor_si256(a, flip));
+}
+
+__attribute__((target("avx2,popcnt"))) inline std::uint64_t lanes(__m256i m) {
+  return static_cast<std::uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(m)))));
+}
+
+__attribute__((target("avx2,popcnt"))) inline __m256i splat(std::uint32_t v) {
+  return _mm256_set1_epi32(static_cast<int>(v));
+}
+
+// u - lo < width (unsigned): lo <= u < lo + width, as count_one.
+__attribute__((target("avx2,popcnt"))) inline __m256i in_range(__m256i u, __m256i lo, __m256i width) {
+  return less_unsigned(_mm256_sub_epi32(u, lo), width);
+}
+
+// The AVX-512 kernel's twin for 8 lanes: elements i..i+3 add to partial sums 0..3 and i+4..i+7 to 4..7,
+// the portable order.
+__attribute__((target("avx2,popcnt"))) std::size_t avx2_range(PassState& s, std::span<const float> x,
+                                                               const RoundingClassifier& c) {
+  const __m256i magnitude = splat(kMagnitude), infinity = splat(kInfinityBits), one = splat(1);
+  const __m256i zero_max = splat(c.zero_max), sub_lo = splat(c.zero_max + 1);
+  const __m256i sub_width = splat(c.normal_min - (c.zero_max + 1));
+  const __m256i ovf_lo = splat(c.overflow_min), ovf_width = splat(kInfinityBits - c.overflow_min);
+  const __m256i nan_lo = splat(c.nan_min), nan_width = splat(kInfinityBits - c.nan_min);
+  const __m256i finite_max = splat(c.finite_max), tiny_max = splat(c.tiny_max), float_sub = splat(0x007fffffu);
+  const __m256i low_bits = splat(static_cast<std::uint32_t>(c.low_bits));
+  const __m256i subnormal_shift = splat(static_cast<std::uint32_t>(c.subnormal_shift));
+  const __m256i below_whole = splat(23), zero = _mm256_setzero_si256();
+  __m256i vmax = zero;
+  __m256d sum_lo = _mm256_loadu_pd(s.sums.data()), sum_hi = _mm256_loadu_pd(s.sums.data() + 4);
+  Tally& t = s.tally;
+  alignas(32) std::uint32_t fields[8];
+  std::size_t i = 0;
+  for (; i + 8 <= x.size(); i += 8) {
+    const __m256 v = _mm256_loadu_ps(x.data() + i);
+    const __m256i u = _mm256_and_si256(_mm256_castps_si256(v), magnitude);
+    const __m256i finite = _mm256_cmpgt_epi32(infinity, u);  // u <= 0x7fffffff: signed is unsigned here
+    vmax = _mm256_max_epu32(vmax, _mm256_and_si256(u, finite));
+    const __m256 v_finite = _mm256_and_ps(v, _mm256_castsi256_ps(finite));
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v_finite));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v_finite, 1));
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_mul_pd(lo, lo));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_mul_pd(hi, hi));
+    t.zeros += lanes(_mm256_cmpeq_epi32(u, zero));
+    t.nonfinite += 8 - lanes(finite);
+    t.nans += lanes(_mm256_cmpgt_epi32(u, infinity));
+    t.to_zero += lanes(less_unsigned(_mm256_sub_epi32(u, one), zero_max));
+    t.subnormal += lanes(in_range(u, sub_lo, sub_width));
+    t.overflow += lanes(in_range(u, ovf_lo, ovf_width));
+    t.nan_created += lanes(in_range(u, nan_lo, nan_width));
+    const __m256i field = _mm256_srli_epi32(u, 23);
+    const __m256i k = _mm256_max_epi32(low_bits, _mm256_sub_epi32(subnormal_shift, _mm256_max_epi32(field, one)));
+    __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, k), one);  // k >= 32: sllv gives 0, mask all ones
+    mask = _mm256_or_si256(mask, _mm256_cmpgt_epi32(k, below_whole));  // k >= 24: every bit
+    const __m256i has_low = _mm256_xor_si256(_mm256_cmpeq_epi32(_mm256_and_si256(u, mask), zero), splat(~0u));
+    const __m256i inexact = _mm256_and_si256(finite, _mm256_or_si256(has_low, less_unsigned(finite_max, u)));
+    t.inexact += lanes(inexact);
+    t.underflow += lanes(_mm256_andnot_si256(less_unsigned(tiny_max, u), inexact));
+    t.float_subnormals += lanes(less_unsigned(_mm256_sub_epi32(u, one), float_sub));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(fields), field);
+    for (std::size_t j = 0; j < 8; ++j) ++s.by_field[j & 3][fields[j]];
+  }
+  alignas(32) std::uint32_t maxima[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(maxima), vmax);
+  for (const std::uint32_t m : maxima) s.max_bits = std::max(s.max_bits, m);
+  _mm256_storeu_pd(s.sums.data(), sum_lo);
+  _mm256_storeu_pd(s.sums.data() + 4, sum_hi);
+  return i;
+}
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+}
+
 bool cpu_has_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
@@ -290,6 +370,8 @@ bool cpu_has_avx512() {
 
 std::size_t avx512_range(PassState&, std::span<const float>, const RoundingClassifier&) { return 0; }
 bool cpu_has_avx512() { return false; }
+std::size_t avx2_range(PassState&, std::span<const float>, const RoundingClassifier&) { return 0; }
+bool cpu_has_avx2() { return false; }
 
 #endif
 
@@ -318,9 +400,21 @@ bool fused_avx512_available() {
   return available;
 }
 
+bool fused_avx2_available() {
+  static const bool available = cpu_has_avx2();
+  return available;
+}
+
+FusedKernel fastest_fused_kernel() {
+  if (fused_avx512_available()) return FusedKernel::avx512;
+  return fused_avx2_available() ? FusedKernel::avx2 : FusedKernel::portable;
+}
+
 FusedResult fused_pass(std::span<const float> x, const RoundingClassifier& c, FusedKernel kernel) {
   auto s = std::make_unique<PassState>();  // 8 KB of tables: off the stack
-  const std::size_t done = kernel == FusedKernel::avx512 ? avx512_range(*s, x, c) : 0;
+  std::size_t done = 0;
+  if (kernel == FusedKernel::avx512) done = avx512_range(*s, x, c);
+  if (kernel == FusedKernel::avx2) done = avx2_range(*s, x, c);
   portable_range(*s, x, c, done);
   return finish(*s, x, c);
 }

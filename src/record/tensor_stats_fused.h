@@ -55,9 +55,11 @@ struct FusedResult {
   double norm = 0;    // sqrt of the sum of the finite x^2, in eight interleaved partial sums (tensor_stats.h)
 };
 
-enum class FusedKernel { portable, avx512 };
+enum class FusedKernel { portable, avx2, avx512 };
 bool fused_avx512_available();
-// `c` must be usable; avx512 requires fused_avx512_available().
+bool fused_avx2_available();
+FusedKernel fastest_fused_kernel();  // what this CPU runs: avx512, else avx2, else portable
+// `c` must be usable; avx512 and avx2 require fused_avx512_available() and fused_avx2_available().
 FusedResult fused_pass(std::span<const float> x, const RoundingClassifier& c, FusedKernel kernel);
 
 }  // namespace mpverify::record::detail
