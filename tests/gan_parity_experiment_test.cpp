@@ -27,6 +27,8 @@
 #include "metrics/parity_gate.h"
 #include "record/run_log.h"
 #include "report/text_format.h"
+#include "support/directory_files.h"
+#include "support/kill_points.h"
 #include "training/ensemble.h"
 
 namespace {
@@ -359,6 +361,48 @@ TEST(GanParityCli, BadInputExitsTwoAndWritesNothing) {
   EXPECT_EQ(run(out + " --extractor " + (dir / "missing.safetensors").string()), 2);
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_EQ(run("--help"), 0);
+}
+
+// Killed at its writes (the journal, a run's summary, the ensembles, the report) and started again, the
+// experiment keeps the extractor and the runs that had finished and ends with the same files, byte for
+// byte, as an uninterrupted run.
+TEST(GanParityCli, KilledAtItsWritesAndStartedAgainWritesTheSameBytes) {
+  const auto args = [](const fs::path& dir) {
+    return std::vector<std::string>{GAN_PARITY_BIN, "--seeds", "2", "--steps", "2", "--checkpoints", "1",
+                                    "--train-size", "128", "--fid-samples", "16", "--bootstrap", "2",
+                                    "--kid-subsets", "2", "--grid", "4", "--extractor-steps", "2", "--jobs", "2",
+                                    "--runs", (dir / "runs").string(), "--report", (dir / "r" / "gan_parity.md").string()};
+  };
+  const fs::path reference_dir = scratch("resume-reference");
+  ASSERT_EQ(mpverify::test::run_program(args(reference_dir), "").exit_code, 0);
+  const std::map<std::string, std::string> reference = mpverify::test::files_under(reference_dir);
+  ASSERT_TRUE(reference.count("r/gan_parity.md"));
+  EXPECT_FALSE(reference.count("runs/queue.json"));  // the journal goes once the report is written
+
+  const fs::path dir = scratch("resume-killed");
+  std::size_t kept = 0;
+  for (const std::string point : {"queue.json:1", "summary.json:1", "summary.json:3", "ensemble.json:1",
+                                  "gan_parity.md:1"}) {
+    fs::remove_all(dir);
+    ASSERT_TRUE(mpverify::test::run_program(args(dir), point).killed) << point << " is not one of its writes";
+    const auto finished = mpverify::test::finished_runs(dir / "runs");
+    const bool journal = fs::exists(dir / "runs" / "queue.json");
+    ASSERT_EQ(mpverify::test::run_program(args(dir), "").exit_code, 0) << "started again after a kill at " << point;
+    if (journal) {  // the runs that had finished were kept, not trained again
+      for (const auto& [summary, written] : finished)
+        EXPECT_EQ(fs::last_write_time(summary), written) << point << ": " << summary << " was rewritten";
+      kept += finished.size();
+    }
+    const std::map<std::string, std::string> resumed = mpverify::test::files_under(dir);
+    ASSERT_EQ(resumed.size(), reference.size()) << "killed at " << point;
+    for (const auto& [name, bytes] : reference) {
+      ASSERT_TRUE(resumed.count(name)) << "killed at " << point << ": " << name << " is missing";
+      EXPECT_TRUE(resumed.at(name) == bytes) << "killed at " << point << ": " << name << " differs";
+    }
+  }
+  EXPECT_GT(kept, 0u) << "no kill point fell after a run had finished: the test proves no run is kept";
+  fs::remove_all(dir);
+  fs::remove_all(reference_dir);
 }
 #endif
 

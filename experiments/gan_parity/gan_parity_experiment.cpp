@@ -202,6 +202,49 @@ void write_ensembles(const GanParityConfig& c, const std::vector<GanSide>& sides
   for (const GanSide& side : sides) training::write_ensemble_manifest(c.runs / side.name, seeds);
 }
 
+// What a finished run's directory must hold for these settings: nullopt when its summary.json matches them
+// (configuration, seed, evaluation settings, the extractor's sha256, checkpoints, grid), else why not.
+struct ExpectedRun {
+  json config;                    // the side's configuration without seed and data_dir
+  std::string extractor_sha;
+  std::vector<std::size_t> checkpoints;
+};
+
+ExpectedRun expected_run(const GanParityConfig& c, const GanSide& side, const std::string& extractor_sha) {
+  ExpectedRun e{training::Trainer(gan_train_config(c, side, 1)).summary()["config"], extractor_sha,
+                checkpoint_steps(c)};
+  e.config.erase("seed");
+  e.config.erase("data_dir");
+  if (e.checkpoints.empty() || e.checkpoints.back() != c.steps) e.checkpoints.push_back(c.steps);
+  return e;
+}
+
+std::optional<std::string> run_mismatch(const GanParityConfig& c, const ExpectedRun& expected, const fs::path& dir,
+                                        std::uint64_t seed, json& summary) {
+  try {
+    summary = metrics::read_json_document(dir / "summary.json");
+  } catch (const std::exception& e) {
+    return std::string(e.what());
+  }
+  json config = summary.value("config", json::object());
+  const bool seed_ok = config.value("seed", json()) == json(seed);
+  config.erase("seed");
+  config.erase("data_dir");
+  if (!seed_ok || config != expected.config) return dir.string() + " was trained with other settings";
+  const json& e = summary.value("evaluation", json::object());
+  if (e.value("n", json()) != json(c.fid_samples) || e.value("fid_bootstrap_replicates", json()) != json(c.bootstrap) ||
+      e.value("kid_subsets", json()) != json(c.kid_subsets))
+    return dir.string() + " was evaluated with other --fid-samples, --bootstrap or --kid-subsets";
+  if (!e.contains("extractor") || e["extractor"].value("sha256", "") != expected.extractor_sha)
+    return dir.string() + " was evaluated through another feature extractor (sha256)";
+  std::vector<std::size_t> steps;
+  for (const json& p : summary.value("checkpoints", json::array())) steps.push_back(p.value("step", std::size_t{0}));
+  if (steps != expected.checkpoints && !summary.value("aborted", false)) return dir.string() + " has other --checkpoints";
+  if (summary.contains("samples") && summary["samples"].value("n", std::size_t{0}) != c.grid)
+    return dir.string() + " saved another --grid";
+  return std::nullopt;
+}
+
 // --report-only: the runs a previous run left, refused (std::invalid_argument)
 // unless they were trained and evaluated with these settings and extractor.
 std::vector<GanRunResult> existing_runs(const GanParityConfig& c, const std::vector<GanSide>& sides,
@@ -211,42 +254,56 @@ std::vector<GanRunResult> existing_runs(const GanParityConfig& c, const std::vec
   };
   if (!fs::is_regular_file(extractor)) refuse("no feature extractor at " + extractor.string());
   const std::string sha = metrics::load_extractor(extractor).record.sha256;
-  std::vector<std::size_t> at = checkpoint_steps(c);
-  if (at.empty() || at.back() != c.steps) at.push_back(c.steps);
   std::vector<GanRunResult> runs;
   for (const GanSide& side : sides) {
-    json expected = training::Trainer(gan_train_config(c, side, 1)).summary()["config"];
-    expected.erase("seed");
-    expected.erase("data_dir");
+    const ExpectedRun expected = expected_run(c, side, sha);
     for (std::uint64_t s = 1; s <= c.seeds; ++s) {
-      const fs::path dir = training::seed_directory(c.runs / side.name, s);
       json summary;
-      try {
-        summary = metrics::read_json_document(dir / "summary.json");
-      } catch (const std::exception& e) {
-        refuse(e.what());
-      }
-      json config = summary.value("config", json::object());
-      const bool seed_ok = config.value("seed", json()) == json(s);
-      config.erase("seed");
-      config.erase("data_dir");
-      if (!seed_ok || config != expected) refuse(dir.string() + " was trained with other settings");
-      const json& e = summary.value("evaluation", json::object());
-      if (e.value("n", json()) != json(c.fid_samples) ||
-          e.value("fid_bootstrap_replicates", json()) != json(c.bootstrap) ||
-          e.value("kid_subsets", json()) != json(c.kid_subsets))
-        refuse(dir.string() + " was evaluated with other --fid-samples, --bootstrap or --kid-subsets");
-      if (!e.contains("extractor") || e["extractor"].value("sha256", "") != sha)
-        refuse(dir.string() + " was evaluated through another feature extractor (sha256)");
-      std::vector<std::size_t> steps;
-      for (const json& p : summary.value("checkpoints", json::array())) steps.push_back(p.value("step", std::size_t{0}));
-      if (steps != at && !summary.value("aborted", false)) refuse(dir.string() + " has other --checkpoints");
-      if (summary.contains("samples") && summary["samples"].value("n", std::size_t{0}) != c.grid)
-        refuse(dir.string() + " saved another --grid");
+      if (const auto why = run_mismatch(c, expected, training::seed_directory(c.runs / side.name, s), s, summary))
+        refuse(*why);
       runs.push_back({side.name, s, summary, 0.0});
     }
   }
   return runs;
+}
+
+// Resuming: while it trains, the experiment keeps RUNS/queue.json, the settings its runs depend on (not the
+// report's margins, level or --jobs); it is removed once the report is written. Started again over the same
+// journal (the previous attempt was killed), the extractor and every run whose summary.json (written last,
+// atomically) matches these settings are kept, and the rest trained again from their start: the runs are
+// seeded and share nothing, so the files are byte-identical to an uninterrupted run's.
+json journal_settings(const GanParityConfig& c) {
+  return {{"experiment", "gan_parity"},
+          {"extractor", c.extractor.empty() ? json{{"seed", c.extractor_seed}, {"steps", c.extractor_steps}}
+                                            : json(fs::absolute(c.extractor).string())},
+          {"data_dir", c.data_dir.string()},
+          {"seeds", c.seeds},
+          {"steps", c.steps},
+          {"checkpoints", c.checkpoints},
+          {"train_size", c.train_size},
+          {"fid_samples", c.fid_samples},
+          {"bootstrap", c.bootstrap},
+          {"kid_subsets", c.kid_subsets},
+          {"grid", c.grid},
+          {"with_o1", c.with_o1}};
+}
+
+bool journal_matches(const fs::path& journal, const json& settings) {
+  if (!fs::is_regular_file(journal)) return false;
+  try {
+    return metrics::read_json_document(journal) == settings;
+  } catch (const std::exception&) {
+    return false;  // unreadable: start over
+  }
+}
+
+// The summary of a run a killed attempt finished, when it matches these settings.
+std::optional<json> kept_run(const GanParityConfig& c, const GanSide& side, std::uint64_t seed,
+                             const fs::path& extractor) {
+  json summary;
+  const ExpectedRun expected = expected_run(c, side, metrics::load_extractor(extractor).record.sha256);
+  if (run_mismatch(c, expected, training::seed_directory(c.runs / side.name, seed), seed, summary)) return std::nullopt;
+  return summary;
 }
 
 }  // namespace
@@ -346,15 +403,25 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
     return write_gan_parity_report(c, sides, extractor, std::move(result), say);
   }
 
+  // Resuming a killed attempt (journal_settings) or starting over.
+  const fs::path journal = c.runs / "queue.json";
+  const json settings = journal_settings(c);
+  const fs::path trained_extractor = c.runs / "extractor" / kExtractorFile;
+  const bool resuming = journal_matches(journal, settings);
+  const bool keep_extractor = resuming && (!c.extractor.empty() || fs::is_regular_file(trained_extractor));
+  if (!keep_extractor) {
+    for (const GanSide& side : sides) fs::remove_all(c.runs / side.name);
+    if (c.extractor.empty()) fs::remove_all(c.runs / "extractor");
+  }
+  fs::create_directories(c.runs);
+  record::write_file_atomically(journal, settings.dump(2) + "\n");
+
   // The feature extractor: trained first (the runs need it at their first
-  // checkpoint), or the given file.
+  // checkpoint), or the given file, or the one a killed attempt trained.
   std::promise<fs::path> extractor_promise;
   const std::shared_future<fs::path> extractor_file = extractor_promise.get_future().share();
   std::vector<std::function<void()>> jobs;
-  const fs::path trained_extractor = c.runs / "extractor" / kExtractorFile;
-  for (const GanSide& side : sides) fs::remove_all(c.runs / side.name);
-  if (c.extractor.empty()) {
-    fs::remove_all(c.runs / "extractor");
+  if (c.extractor.empty() && !keep_extractor) {
     jobs.push_back([&] {
       try {
         training::FeatureExtractorOptions o;
@@ -372,7 +439,8 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
       }
     });
   } else {
-    extractor_promise.set_value(c.extractor);
+    extractor_promise.set_value(c.extractor.empty() ? trained_extractor : c.extractor);
+    if (keep_extractor && c.extractor.empty()) say("feature extractor kept from the attempt that was stopped");
   }
 
   // The emulated runs first (the slowest), then the reference ones.
@@ -394,8 +462,10 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
     jobs.push_back([&, i] {
       const Run& r = order[i];
       const auto start = std::chrono::steady_clock::now();
-      json summary = train_gan_run(c, *r.side, r.seed, training::seed_directory(c.runs / r.side->name, r.seed),
-                                   extractor_file);
+      std::optional<json> kept = keep_extractor ? kept_run(c, *r.side, r.seed, extractor_file.get()) : std::nullopt;
+      json summary = kept ? std::move(*kept)
+                          : train_gan_run(c, *r.side, r.seed, training::seed_directory(c.runs / r.side->name, r.seed),
+                                          extractor_file);
       const std::lock_guard lock(mutex);
       GanRunResult& out = result.runs[i];
       out.side = r.side->name;
@@ -407,7 +477,8 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
       std::string line = "[";
       line += std::to_string(++finished) + "/" + std::to_string(order.size()) + "] " + r.side->name;
       line += " seed " + std::to_string(r.seed) + ": FID " + (fid ? general(*fid) : std::string("diverged"));
-      line += ", " + fixed(out.wall_seconds, 1) + " s";
+      line += kept ? std::string(", kept from the attempt that was stopped") : ", " + fixed(out.wall_seconds, 1) + " s";
+      if (kept) out.wall_seconds = 0;
       say(line);
     });
   say("training " + std::to_string(order.size()) + " DCGAN runs (" + std::to_string(sides.size()) + " sides x " +
@@ -418,7 +489,9 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
 
   write_ensembles(c, sides);
   say("parity gates");
-  return write_gan_parity_report(c, sides, extractor_file.get(), std::move(result), say);
+  GanParityResult written = write_gan_parity_report(c, sides, extractor_file.get(), std::move(result), say);
+  fs::remove(journal);
+  return written;
 }
 
 }  // namespace mpverify::experiments

@@ -234,6 +234,50 @@ def test_provenance_names_the_module_in_forward_and_backward(tmp_path):
     assert steps[1]["skipped"] and not steps[0]["skipped"] and not steps[2]["skipped"]
 
 
+def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path):
+    from mpverify.torch.provenance import passes_finite
+
+    # Passive: ReLU, Flatten, Identity, max pooling whose windows do not overlap. Not passive: anything that
+    # computes (Linear, Dropout's 1/(1-p) can overflow fp16), overlapping or dilated pools (backward adds
+    # gradients), and subclasses (their forward is someone else's).
+    class MyReLU(torch.nn.ReLU):
+        pass
+    assert all(passes_finite(m) for m in (torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Identity(),
+                                          torch.nn.MaxPool2d(2), torch.nn.MaxPool2d((2, 3), stride=(2, 4)),
+                                          torch.nn.MaxPool1d(3, stride=3)))
+    assert not any(passes_finite(m) for m in (torch.nn.Linear(2, 2), torch.nn.Dropout(), MyReLU(),
+                                              torch.nn.MaxPool2d(3, stride=2), torch.nn.MaxPool2d(2, dilation=2),
+                                              torch.nn.AvgPool2d(2)))
+
+    # An inf made between modules, before ReLU "4" (a pre-hook: no module's output). ReLU "4" and Flatten
+    # "5" pass it on unchecked; the next module checked, Linear "6", is named, on recorded (step 2) and
+    # unrecorded (step 3) steps alike.
+    def between(model, monitor):
+        def hook(module, inputs):
+            if monitor._step in (2, 3):
+                return (inputs[0] * float("inf"),)
+        model[4].register_forward_pre_hook(hook)
+
+    train(tmp_path / "fwd", 1, steps=5, every=2, hooks=between, scaler=mt.GradScaler("torch"))
+    steps = read_lines(tmp_path / "fwd" / "steps.jsonl")
+    for k in (2, 3):
+        assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("6", "forward"), steps[k]
+    assert steps[1]["nonfinite"] is None and steps[4]["nonfinite"] is None
+
+    # Backward on an unrecorded step: the Spike's dx is inf; ReLU "1"'s output gradient is not hooked
+    # there, so Conv "0"'s output gradient is the first checked, and names the module whose backward ran
+    # last, the Spike "2", as on recorded steps.
+    def backward_inf(model, monitor):
+        def hook(module, inputs):
+            module.backward_factor = float("inf") if monitor._step in (2, 3) else 1.0
+        model[2].register_forward_pre_hook(hook)
+
+    train(tmp_path / "bwd", 1, steps=5, every=2, hooks=backward_inf, scaler=mt.GradScaler("torch"))
+    steps = read_lines(tmp_path / "bwd" / "steps.jsonl")
+    for k in (2, 3):
+        assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("2", "backward"), steps[k]
+
+
 # --- the GradScaler against torch's rule ---------------------------------------------------------
 
 def test_grad_scaler_follows_torch_rule():

@@ -27,7 +27,7 @@ import torch
 from .. import _core
 from .._tensors import as_input
 from ._formats import format_of
-from .provenance import Provenance, has_nonfinite
+from .provenance import Provenance, has_nonfinite, passes_finite
 from .run_files import JsonLines
 
 
@@ -183,7 +183,7 @@ class Monitor:
         for module, _ in self._leaves:
             if getattr(module, "inplace", False):
                 module.inplace = False  # an in-place op would rewrite the output whose gradient we hook; same values
-        self._forward_hooks = {name: self._forward_hook(name) for _, name in self._leaves}  # made once
+        self._forward_hooks = {name: self._forward_hook(name, module) for module, name in self._leaves}  # made once
         self._param_hooks = {name: self._param_grad_hook(name) for name in self._params.values()}
         self._set_module_hooks(True)
         self._handles.append(self.model.register_forward_pre_hook(self._batch_hook))
@@ -221,16 +221,18 @@ class Monitor:
         if self._config["recipe"] is None:
             self._config["recipe"] = _recipe_name(self.model)
 
-    def _forward_hook(self, name):
+    def _forward_hook(self, name, module):
         grad_hook = self._output_grad_hook(name)  # made once: a closure per forward would cost every step
+        passive = passes_finite(module)
 
         def hook(module, inputs, output):
             if not isinstance(output, torch.Tensor):
                 return
-            self._provenance.check(name, "y", "forward", output)
+            if not passive:
+                self._provenance.check(name, "y", "forward", output)
             if self._recording and not _is_view_of_input(output, inputs):
                 self._record(name, "y", "activation", "forward", output)
-            if output.requires_grad:
+            if output.requires_grad and (self._recording or not passive):
                 output.register_hook(grad_hook)
         return hook
 

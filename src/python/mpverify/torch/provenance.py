@@ -4,6 +4,10 @@ Hooks fire in execution order, so the first module whose output (forward), or
 whose input or parameter gradient (backward), holds inf or NaN is where the
 value appeared: its inputs were finite, or an earlier hook would have fired.
 A gradient already non-finite where backward starts came from the loss.
+
+Modules that cannot make a non-finite value out of finite ones, forward or backward (passes_finite), are
+not checked: where their output or its gradient is non-finite, so was what they were given, and the
+module that made it is named (a ReLU after an overflowing Linear: the Linear).
 """
 import math
 
@@ -18,6 +22,27 @@ def has_nonfinite(t):
     if math.isfinite(t.sum().item()):  # a Python float test: cheaper than a tensor op and bool()
         return False
     return not bool(torch.isfinite(t).all())
+
+
+# Forward: max, 0 or the input itself; backward: the output gradient routed, masked or reshaped, never
+# added to another (max pooling only when its windows do not overlap: overlapping ones add gradients).
+_PASSIVE = (torch.nn.ReLU, torch.nn.Flatten, torch.nn.Unflatten, torch.nn.Identity)
+_POOLS = (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)
+
+
+def passes_finite(module):
+    """True when the module cannot turn finite inputs (or finite output gradients) into inf or NaN."""
+    if type(module) in _PASSIVE:
+        return True
+    if type(module) in _POOLS:
+        dims = {torch.nn.MaxPool1d: 1, torch.nn.MaxPool2d: 2, torch.nn.MaxPool3d: 3}[type(module)]
+        kernel, stride = _tuple(module.kernel_size, dims), _tuple(module.stride or module.kernel_size, dims)
+        return all(s >= k for s, k in zip(stride, kernel)) and _tuple(module.dilation, dims) == (1,) * dims
+    return False
+
+
+def _tuple(v, dims):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * dims
 
 
 class Provenance:
