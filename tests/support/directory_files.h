@@ -24,4 +24,19 @@ inline std::map<std::string, std::string> files_under(const std::filesystem::pat
   return files;
 }
 
+// "" when the files under dir are `reference` (files_under of another tree) byte for byte, else the
+// first difference: a file missing, one that differs, or the number of files.
+inline std::string tree_difference(const std::map<std::string, std::string>& reference,
+                                   const std::filesystem::path& dir) {
+  const std::map<std::string, std::string> files = files_under(dir);
+  for (const auto& [name, bytes] : reference) {
+    const auto it = files.find(name);
+    if (it == files.end()) return name + " is missing";
+    if (it->second != bytes) return name + " differs";
+  }
+  if (files.size() != reference.size())
+    return std::to_string(files.size()) + " files instead of " + std::to_string(reference.size());
+  return "";
+}
+
 }  // namespace mpverify::test
