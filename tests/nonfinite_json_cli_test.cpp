@@ -5,6 +5,8 @@
 // replay-scalers, which treat its nulls as non-finite (the gate: diverged, exit 1), never as bad input.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -21,7 +23,8 @@ using mpverify::test::run_command;
 
 const fs::path& root() {
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / "mpverify-nonfinite-json";
+    // Per process: ctest runs each case as its own process, in parallel.
+    const fs::path d = fs::temp_directory_path() / ("mpverify-nonfinite-json-" + std::to_string(::getpid()));
     fs::remove_all(d);
     return d;
   }();
