@@ -297,13 +297,22 @@ bool journal_matches(const fs::path& journal, const json& settings) {
   }
 }
 
-// The summary of a run a killed attempt finished, when it matches these settings.
-std::optional<json> kept_run(const GanParityConfig& c, const GanSide& side, std::uint64_t seed,
-                             const fs::path& extractor) {
-  json summary;
-  const ExpectedRun expected = expected_run(c, side, metrics::load_extractor(extractor).record.sha256);
-  if (run_mismatch(c, expected, training::seed_directory(c.runs / side.name, seed), seed, summary)) return std::nullopt;
-  return summary;
+// The summaries of the runs a killed attempt finished that match these settings, by side and seed (each
+// side's expected configuration and the extractor's sha256 worked out once).
+std::map<std::pair<std::string, std::uint64_t>, json> kept_runs(const GanParityConfig& c,
+                                                                  const std::vector<GanSide>& sides,
+                                                                  const fs::path& extractor) {
+  const std::string sha = metrics::load_extractor(extractor).record.sha256;
+  std::map<std::pair<std::string, std::uint64_t>, json> kept;
+  for (const GanSide& side : sides) {
+    const ExpectedRun expected = expected_run(c, side, sha);
+    for (std::uint64_t s = 1; s <= c.seeds; ++s) {
+      json summary;
+      if (!run_mismatch(c, expected, training::seed_directory(c.runs / side.name, s), s, summary))
+        kept[{side.name, s}] = std::move(summary);
+    }
+  }
+  return kept;
 }
 
 }  // namespace
@@ -442,6 +451,8 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
     extractor_promise.set_value(c.extractor.empty() ? trained_extractor : c.extractor);
     if (keep_extractor && c.extractor.empty()) say("feature extractor kept from the attempt that was stopped");
   }
+  std::map<std::pair<std::string, std::uint64_t>, json> kept_summaries;
+  if (keep_extractor) kept_summaries = kept_runs(c, sides, extractor_file.get());
 
   // The emulated runs first (the slowest), then the reference ones.
   struct Run {
@@ -462,8 +473,9 @@ GanParityResult run_gan_parity(const GanParityConfig& c, const std::function<voi
     jobs.push_back([&, i] {
       const Run& r = order[i];
       const auto start = std::chrono::steady_clock::now();
-      std::optional<json> kept = keep_extractor ? kept_run(c, *r.side, r.seed, extractor_file.get()) : std::nullopt;
-      json summary = kept ? std::move(*kept)
+      const auto found = kept_summaries.find({r.side->name, r.seed});
+      const bool kept = found != kept_summaries.end();
+      json summary = kept ? found->second
                           : train_gan_run(c, *r.side, r.seed, training::seed_directory(c.runs / r.side->name, r.seed),
                                           extractor_file);
       const std::lock_guard lock(mutex);
