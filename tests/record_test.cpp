@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "emu/exponent_histogram.h"
+#include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
 #include "formats/format.h"
@@ -408,6 +409,46 @@ TEST(TensorStatsFused, ScalesOtherThanOneAndUnclassifiedFormatsTakeTheSeparatePa
   }
 }
 
+// Vectors of 8 that are all plain (tensor_stats_fused.h: normal, finite, neither tiny nor overflowing in the
+// format) or zero take the AVX2 kernel's short path; these runs mix such vectors with any others.
+std::vector<float> plain_run_values(const formats::Format& f, std::uint32_t seed, std::size_t vectors) {
+  const auto& c = record::detail::rounding_classifier(f);
+  std::mt19937 gen(seed);
+  const std::vector<float> other = fused_test_values(f, seed + 1, vectors * 8);
+  std::vector<float> x;
+  for (std::size_t v = 0; v < vectors; ++v)
+    for (std::size_t j = 0; j < 8; ++j) {
+      if (gen() % 10 < 3) {
+        x.push_back(other[v * 8 + j]);
+        continue;
+      }
+      const std::uint32_t field = c.plain_field_lo + static_cast<std::uint32_t>(gen()) % (c.plain_field_hi - c.plain_field_lo);
+      const std::uint32_t mantissa = gen() % 4 == 0 ? (gen() & 0x7fffffu) & ~c.plain_mask : gen() & 0x7fffffu;
+      const std::uint32_t sign = (gen() & 1u) << 31;
+      x.push_back(gen() % 5 == 0 ? 0.0f : std::bit_cast<float>(sign | field << 23 | mantissa));
+    }
+  return x;
+}
+
+TEST(TensorStatsFused, PlainVectorsTakeTheShortPathWithTheSameCounts) {
+  // fp16's normal binades are 2^-14 .. 2^15, float exponent fields 113 .. 142; 142 holds the overflow
+  // threshold 65520, so the plain fields are [113, 142); values exact in fp16 have their low 13 bits clear.
+  const auto& c16 = record::detail::rounding_classifier(fp16);
+  EXPECT_EQ(c16.plain_field_lo, 113u);
+  EXPECT_EQ(c16.plain_field_hi, 142u);
+  EXPECT_EQ(c16.plain_mask, 0x1fffu);
+  for (const char* name : {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "tf32", "fp32", "fp4-e2m1"}) {
+    SCOPED_TRACE(name);
+    const formats::Format f = formats::parse_format(name);
+    const auto& c = record::detail::rounding_classifier(f);
+    if (c.plain_field_lo >= c.plain_field_hi) {
+      ADD_FAILURE() << name << " has no plain fields";
+      continue;
+    }
+    expect_fused_equals_separate(plain_run_values(f, 21, 2000), f);
+  }
+}
+
 // The norm against its definition computed independently here: eight partial sums in long double would
 // differ, so the order is transcribed from tensor_stats.h and the squares are formed the same way.
 TEST(TensorStatsFused, NormFollowsItsDocumentedOrder) {
@@ -679,6 +720,68 @@ TEST_F(RecordRunLog, ErrorsNameThePathAndTheReason) {
   fs::create_directories(root_ / "broken");
   std::ofstream(root_ / "broken" / "steps.jsonl") << "{\"step\": 0}\n{\"step\": 1, \"lo";
   EXPECT_THROW(record::read_steps(root_ / "broken"), std::runtime_error);
+}
+
+// The AVX2 kernels of the spacing rule and the ratio counts (record/lost_updates_avx2.cpp) against the
+// portable loop (path spacing_portable), and the ratio counts against a count in double written here, on
+// weights of several formats' grids with updates near the lost/kept threshold, specials and every length
+// 0..40 (whole vectors and tails).
+std::pair<std::vector<float>, std::vector<float>> grid_weights_and_updates(const formats::Format& f, std::uint32_t seed,
+                                                                           std::size_t n) {
+  std::mt19937 rng(seed);
+  const float specials[] = {0.0f, -0.0f, inf, -inf, nan, 0x1p-149f, 0x1p-126f, 0x1.fffffep127f};
+  std::vector<float> raw;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = std::ldexp(1.0f + static_cast<float>(rng() % 4096) / 4096.0f, static_cast<int>(rng() % 40) - 20);
+    raw.push_back(rng() % 8 == 0 ? specials[rng() % 8] : rng() % 2 ? x : -x);
+  }
+  const std::vector<float> w = emu::quantized_copy(raw, f);  // values of the format, as stored weights are
+  std::vector<float> u;
+  for (const float wi : w) {
+    const int e = std::isfinite(wi) && wi != 0 ? std::ilogb(wi) : 0;
+    const float half_gap = std::ldexp(1.0f, e - f.precision() - static_cast<int>(rng() % 2));  // near the threshold
+    const float pick[] = {half_gap, std::nextafter(half_gap, 0.0f), std::nextafter(half_gap, HUGE_VALF),
+                          half_gap * 3.0f, specials[rng() % 8]};
+    const float ui = pick[rng() % 5];
+    u.push_back(rng() % 2 ? ui : -ui);
+  }
+  return {w, u};
+}
+
+TEST(LostUpdatesAvx2, KernelsCountAsThePortableLoopAndTheRatiosAsDouble) {
+  for (const char* name : {"fp32", "fp16", "bf16", "fp8-e5m2", "e4m3", "e3m2"}) {
+    const formats::Format f = formats::parse_format(name);
+    for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 15u, 16u, 17u, 40u, 5000u}) {
+      auto [w, u] = grid_weights_and_updates(f, static_cast<std::uint32_t>(n) + 7u, n);
+      const auto kernel = record::lost_update_counts(w, u, f, record::LostUpdatePath::spacing);
+      const auto portable = record::lost_update_counts(w, u, f, record::LostUpdatePath::spacing_portable);
+      EXPECT_EQ(kernel.updates, portable.updates) << name << " n=" << n;
+      EXPECT_EQ(kernel.lost, portable.lost) << name << " n=" << n;
+      std::uint64_t needed = 0, sufficient = 0;  // |w| / |u| against 2^p and 2^(p+1), as exact double products
+      for (std::size_t i = 0; i < n; ++i) {
+        const double wi = std::fabs(static_cast<double>(w[i])), ui = std::fabs(static_cast<double>(u[i]));
+        if (ui == 0 || !std::isfinite(ui) || !std::isfinite(wi)) continue;
+        needed += wi >= std::ldexp(ui, f.precision());
+        sufficient += wi > std::ldexp(ui, f.precision() + 1);
+      }
+      EXPECT_EQ(kernel.ratio_needed, needed) << name << " n=" << n;
+      EXPECT_EQ(kernel.ratio_sufficient, sufficient) << name << " n=" << n;
+      EXPECT_EQ(portable.ratio_needed, needed) << name << " n=" << n;
+      EXPECT_EQ(portable.ratio_sufficient, sufficient) << name << " n=" << n;
+      if (n == 5000) {  // the sample reaches both outcomes
+        EXPECT_GT(kernel.lost, 100u) << name;
+        EXPECT_LT(kernel.lost + 100u, kernel.updates) << name;
+      }
+    }
+  }
+}
+
+// A weight off the format's grid in a whole vector: the kernel refuses the spacing path as the loop does.
+TEST(LostUpdatesAvx2, OffGridWeightInAVectorIsRefusedAsByTheLoop) {
+  std::vector<float> w(16, 1.0f), u(16, 0x1p-12f);
+  w[5] = 1.0f + 0x1p-20f;  // not an fp16 value
+  EXPECT_THROW(record::lost_update_counts(w, u, fp16, record::LostUpdatePath::spacing), std::invalid_argument);
+  EXPECT_THROW(record::lost_update_counts(w, u, fp16, record::LostUpdatePath::spacing_portable), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,16 +1,16 @@
 #!/usr/bin/python3
 """The Monitor's overhead on a CPU training step of a small CNN, as ratios to the plain step.
 
-Usage: PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py [--repeats 5] [--steps 40]
+Usage: PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py [--repeats 9] [--steps 100]
            [--threads 1] [--json] [--markdown FILE]
 
-Five loops on the same model, data and seed, interleaved (plain, every=10, every=1, hooks only, every=10
-with provenance="recorded_steps", plain, ...) so that the machine's drift hits all alike: the plain loop
-(forward, backward, SGD step), the same under Monitor(every=10) and under Monitor(every=1), under a Monitor
-that records only its first step (what the hooks and the provenance checks of every step cost), and under
-Monitor(every=10, provenance="recorded_steps") (module hooks on recorded steps only). Each repeat times `--steps` steps after 3 warm-up steps
-and gives the ratios monitored / plain of that repeat; the median and the range over repeats are printed.
-Runs go to a temporary directory that is removed.
+Four monitored loops on the same model, data and seed: Monitor(every=10), Monitor(every=1), a Monitor that
+records only its first step (what the hooks and the provenance checks of every step cost), and
+Monitor(every=10, provenance="recorded_steps") (module hooks on recorded steps only). Each is timed against
+its own plain twin (forward, backward, SGD step), the two stepped in turn, one step each, so that the
+machine's drift and noise hit both alike (the same code in both twins measures 0.99-1.00). Each repeat times
+`--steps` steps after 3 warm-up steps and gives each ratio monitored / plain; the median and the range over
+repeats are printed. Runs go to a temporary directory that is removed.
 """
 import argparse
 import json
@@ -44,25 +44,45 @@ def model_and_data(seed, steps, batch=32):
     return model, data
 
 
-def run(every, steps, out, provenance="every_step"):
-    """Seconds for `steps` timed steps (after 3 untimed ones); every=None: no Monitor."""
-    model, data = model_and_data(0, steps + 3)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    monitor = (mt.Monitor(model, opt, out=out, every=every, verbose=False, provenance=provenance)
-               if every else None)
-    for i, (x, y) in enumerate(data):
-        if i == 3:
-            start = time.perf_counter()
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+class Loop:
+    """One training loop of the bench's CNN: plain (every=None) or under a Monitor."""
+
+    def __init__(self, every, steps, out, provenance="every_step"):
+        self.model, self.data = model_and_data(0, steps)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)
+        self.monitor = (mt.Monitor(self.model, self.opt, out=out, every=every, verbose=False, provenance=provenance)
+                        if every else None)
+
+    def step(self, i):
+        """Seconds of step i: forward, backward, SGD step and, monitored, Monitor.step."""
+        x, y = self.data[i]
+        start = time.perf_counter()
+        self.opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(self.model(x), y)
         loss.backward()
-        opt.step()
-        if monitor:
-            monitor.step(loss)
-    seconds = time.perf_counter() - start
-    if monitor:
-        monitor.close()
-    return seconds
+        self.opt.step()
+        if self.monitor:
+            self.monitor.step(loss)
+        return time.perf_counter() - start
+
+    def close(self):
+        if self.monitor:
+            self.monitor.close()
+
+
+def paired_ratio(every, steps, out, provenance="every_step"):
+    """The monitored loop's time over the plain loop's, the two stepped in turn (the plain step first on even
+    steps, the monitored one first on odd steps), so that the machine's drift and the order hit both alike.
+    3 untimed steps first; step 0, which every Monitor records, is one of them."""
+    plain, monitored = Loop(None, steps + 3, None), Loop(every, steps + 3, out, provenance)
+    seconds = {id(plain): 0.0, id(monitored): 0.0}
+    for i in range(steps + 3):
+        for loop in ((plain, monitored) if i % 2 == 0 else (monitored, plain)):
+            t = loop.step(i)
+            if i >= 3:
+                seconds[id(loop)] += t
+    monitored.close()
+    return seconds[id(monitored)] / seconds[id(plain)]
 
 
 def write_markdown(path, result):
@@ -82,9 +102,9 @@ def write_markdown(path, result):
 Written by `PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py --markdown
 reports/monitor_overhead.md` on a CPU without a GPU (torch {result['torch']}, {result['threads']} thread).
 A small CNN (two 3x3 convolutions with max pooling, two linear layers, batch 32 of 28x28) trains with SGD
-for {result['steps']} timed steps, plain and under `mpverify.torch.Monitor`, interleaved, {result['repeats']}
-times; each ratio is a monitored loop's time over the plain loop's of the same repeat. This machine varies
-20-40% between runs: the range is the spread over the repeats.
+for {result['steps']} timed steps under `mpverify.torch.Monitor`, each step beside one of a plain twin loop
+(the two stepped in turn, so that this machine's drift of 20-40% between runs hits both alike), {result['repeats']}
+times; each ratio is the monitored loop's time over its twin's; the range is the spread over the repeats.
 
 | loop | median ratio to the plain step | range | target |
 |---|---|---|---|
@@ -96,9 +116,10 @@ Recording a step measures every module output, output gradient, weight and weigh
 pass over the float bits gives the rounding counters, the exponent histogram, the maximum and the norm;
 the weights and their gradients go in one call each) and the lost updates of every parameter (decided
 from the spacing of the study format and of fp32 around each weight, without an emulated addition). By
-default every step, recorded or not, checks module outputs and gradients for non-finite values (one sum
-each), through Python hooks on every module; with `provenance="recorded_steps"` those hooks are attached
-only for recorded steps, and the other steps check only the loss and the parameter gradients.
+default every step, recorded or not, checks the outputs and output gradients of the modules that can make
+a non-finite value (one count in C++ each), through Python hooks on those modules, and the parameter
+gradients once after backward; with `provenance="recorded_steps"` those hooks are attached only for
+recorded steps, and the other steps check only the loss and the parameter gradients.
 """
     with open(path + ".tmp", "w") as f:
         f.write(text)
@@ -107,8 +128,8 @@ only for recorded steps, and the other steps check only the loss and the paramet
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--steps", type=int, default=100)
     p.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1: less noise)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", metavar="FILE", help="also write the result as a report (reports/monitor_overhead.md)")
@@ -120,9 +141,8 @@ def main():
     ratios = {key: [] for key, _, _ in LOOPS}
     try:
         for r in range(a.repeats):
-            plain = run(None, a.steps, None)
             for key, every, provenance in LOOPS:
-                ratios[key].append(run(every, a.steps, os.path.join(work, f"r{r}-{key}"), provenance) / plain)
+                ratios[key].append(paired_ratio(every, a.steps, os.path.join(work, f"r{r}-{key}"), provenance))
             print(f"repeat {r + 1}/{a.repeats}: " + ", ".join(f"{key} {v[-1]:.3f}x" for key, v in ratios.items()),
                   file=sys.stderr)
     finally:

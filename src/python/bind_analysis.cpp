@@ -1,6 +1,8 @@
 // What a format does to a tensor: its statistics at one scale (the recorders'
 // definition), the per-scale sweep of `mpverify analyze`, and lost updates.
 #include <cmath>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "py_json.h"
 #include "record/histogram_json.h"
 #include "record/lost_updates.h"
+#include "record/nonfinite_count.h"
 #include "record/tensor_stats.h"
 #include "tensor_input.h"
 
@@ -126,6 +129,21 @@ py::dict lost_updates_of_step(const py::array& before, const std::string& before
   return d;
 }
 
+// The number of inf and NaN values of a torch tensor, read in place when it is a dense CPU tensor of a float
+// type with a pattern (record/nonfinite_count.h); -1 for any other tensor (the caller counts with torch).
+// The Monitor asks this of module outputs and gradients on every step, right after torch's kernels have
+// pushed the interpreter out of the caches: one call that reads the tensor's attributes in C++ costs less
+// there than the same reads in Python, and much less than a numpy view of the tensor.
+std::int64_t count_nonfinite_torch(const py::handle& t) {
+  if (!t.attr("is_cpu").cast<bool>() || !t.attr("is_contiguous")().cast<bool>()) return -1;
+  const auto pattern = record::float_pattern(py::str(t.attr("dtype")).cast<std::string>().substr(6));  // "torch.float32"
+  if (!pattern) return -1;
+  const auto address = t.attr("data_ptr")().cast<std::uintptr_t>();
+  const auto count = t.attr("numel")().cast<std::size_t>();
+  if (count == 0) return 0;
+  return static_cast<std::int64_t>(record::count_nonfinite(reinterpret_cast<const void*>(address), count, *pattern));
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m) {
@@ -139,6 +157,9 @@ void bind_analysis(py::module_& m) {
   m.def("lost_updates_of_step", &lost_updates_of_step, exact_fp(), py::arg("before"), py::arg("before_bits"), py::arg("after"),
         py::arg("after_bits"), py::arg("format"),
         "lost_updates(before, fl32(after - before)): the lost updates of the update one step applied.");
+  m.def("_count_nonfinite_torch", &count_nonfinite_torch, py::arg("tensor"),
+        "The number of inf and NaN values of a dense CPU torch tensor of type float64, float32, float16 or "
+        "bfloat16, read in place; -1 for any other tensor.");
 }
 
 }  // namespace mpverify::python

@@ -55,9 +55,11 @@ LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,
 //    lost_updates.cpp), for formats with IEEE encoding and overflow, subnormals and every value a float
 //    (fp32, fp16, bf16, eXmY up to 8 exponent and 23 fraction bits), when every w is a value of it;
 //  - automatic: spacing where it applies, else adding.
-enum class LostUpdatePath { automatic, adding, spacing };
+// spacing (and automatic) take 8 elements at a time with AVX2 where the CPU has it, for the spacing rule and
+// the two ratio counts; spacing_portable is the same without those kernels, their reference.
+enum class LostUpdatePath { automatic, adding, spacing, spacing_portable };
 
-// One side: w used as given, stored in `format` (fp32 for master weights). Path spacing throws
+// One side: w used as given, stored in `format` (fp32 for master weights). Paths spacing and spacing_portable throw
 // std::invalid_argument where it does not apply.
 LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const float> u, const formats::Format& format,
                                     LostUpdatePath path = LostUpdatePath::automatic);

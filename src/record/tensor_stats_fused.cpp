@@ -55,6 +55,23 @@ std::uint32_t inexact_mask(int low_bits, int subnormal_shift, std::uint32_t fiel
   return k <= 0 ? 0u : (1u << k) - 1;
 }
 
+// The first field whose every value is at least t.
+std::uint32_t field_from(std::uint32_t t) { return (t + 0x7fffffu) >> 23; }
+
+// The plain fields (tensor_stats_fused.h): from the first field above the tiny, subnormal and float
+// subnormal values whose quantum mask is the normal one, up to (not into) the field of the first value
+// that overflows, gives a NaN or exceeds finite_max.
+void find_plain_fields(RoundingClassifier& c) {
+  const int normal_mask_from = c.subnormal_shift - c.low_bits;  // k = low_bits from this field up
+  const std::uint32_t lo = std::max({field_from(c.normal_min), field_from(c.tiny_max + 1), 1u,
+                                     static_cast<std::uint32_t>(std::max(normal_mask_from, 1))});
+  const std::uint32_t hi = std::min({c.overflow_min >> 23, c.nan_min >> 23, (c.finite_max + 1) >> 23, 255u});
+  if (lo >= hi || c.low_bits >= 24) return;  // none: the kernel's full path takes every vector
+  c.plain_field_lo = lo;
+  c.plain_field_hi = hi;
+  c.plain_mask = (1u << c.low_bits) - 1;
+}
+
 void find_thresholds(const formats::Format& f, RoundingClassifier& c) {
   constexpr std::uint32_t top = kInfinityBits - 1;  // the largest finite magnitude
   c.zero_max = last_true(1, top, [&](std::uint32_t u) { return probe(f, from_bits(u)).underflow_to_zero == 1; });
@@ -77,6 +94,7 @@ void find_thresholds(const formats::Format& f, RoundingClassifier& c) {
     c.inexact_mask[field] = inexact_mask(c.low_bits, c.subnormal_shift, field);
   c.infinity = probe(f, from_bits(kInfinityBits));
   c.nan = probe(f, from_bits(0x7fc00000u));
+  find_plain_fields(c);
 }
 
 // The magnitudes the classifier is checked on, both signs: every exponent field with mantissas that set
@@ -96,11 +114,25 @@ std::vector<std::uint32_t> check_points(const RoundingClassifier& c) {
   return points;
 }
 
-bool agrees_with_definition(const formats::Format& f, const RoundingClassifier& c) {
+// What the AVX2 kernel counts for a plain value: inexact or nothing (elements and the other counters that
+// rounding one value leaves as they are, kept from the definition).
+bool plain_rule_holds(const RoundingClassifier& c, const emu::Counters& definition, std::uint32_t u) {
+  emu::Counters plain = definition;
+  plain.zeros_in = plain.nonfinite_in = 0;
+  plain.underflow = plain.underflow_to_zero = plain.subnormal = plain.overflow = plain.nan_created = 0;
+  plain.inexact = (u & c.plain_mask) != 0;
+  return definition == plain;
+}
+
+bool agrees_with_definition(const formats::Format& f, RoundingClassifier& c) {
   for (const std::uint32_t u : check_points(c))
     for (const std::uint32_t sign : {0u, 0x80000000u}) {
       const float x = from_bits(u | sign);
-      if (!(classify_one(c, x) == probe(f, x))) return false;
+      const emu::Counters definition = probe(f, x);
+      if (!(classify_one(c, x) == definition)) return false;
+      const std::uint32_t field = u >> 23;
+      if (field >= c.plain_field_lo && field < c.plain_field_hi && !plain_rule_holds(c, definition, u))
+        c.plain_field_lo = c.plain_field_hi = 0;  // the plain shortcut is off; the classifier still stands
     }
   return true;
 }
@@ -314,6 +346,8 @@ __attribute__((target("avx2,popcnt"))) std::size_t avx2_range(PassState& s, std:
   const __m256i low_bits = splat(static_cast<std::uint32_t>(c.low_bits));
   const __m256i subnormal_shift = splat(static_cast<std::uint32_t>(c.subnormal_shift));
   const __m256i below_whole = splat(23), zero = _mm256_setzero_si256();
+  const __m256i plain_lo = splat(c.plain_field_lo), plain_width = splat(c.plain_field_hi - c.plain_field_lo);
+  const __m256i plain_mask = splat(c.plain_mask);
   __m256i vmax = zero;
   __m256d sum_lo = _mm256_loadu_pd(s.sums.data()), sum_hi = _mm256_loadu_pd(s.sums.data() + 4);
   Tally& t = s.tally;
@@ -329,14 +363,23 @@ __attribute__((target("avx2,popcnt"))) std::size_t avx2_range(PassState& s, std:
     const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v_finite, 1));
     sum_lo = _mm256_add_pd(sum_lo, _mm256_mul_pd(lo, lo));
     sum_hi = _mm256_add_pd(sum_hi, _mm256_mul_pd(hi, hi));
-    t.zeros += lanes(_mm256_cmpeq_epi32(u, zero));
+    const __m256i field = _mm256_srli_epi32(u, 23);
+    const __m256i is_zero = _mm256_cmpeq_epi32(u, zero);
+    t.zeros += lanes(is_zero);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(fields), field);
+    for (std::size_t j = 0; j < 8; ++j) ++s.by_field[j & 3][fields[j]];
+    // Activations are mostly plain: then inexactness is the only count (tensor_stats_fused.h).
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(is_zero, in_range(field, plain_lo, plain_width)))) ==
+        0xff) {
+      t.inexact += 8 - lanes(_mm256_cmpeq_epi32(_mm256_and_si256(u, plain_mask), zero));
+      continue;
+    }
     t.nonfinite += 8 - lanes(finite);
     t.nans += lanes(_mm256_cmpgt_epi32(u, infinity));
     t.to_zero += lanes(less_unsigned(_mm256_sub_epi32(u, one), zero_max));
     t.subnormal += lanes(in_range(u, sub_lo, sub_width));
     t.overflow += lanes(in_range(u, ovf_lo, ovf_width));
     t.nan_created += lanes(in_range(u, nan_lo, nan_width));
-    const __m256i field = _mm256_srli_epi32(u, 23);
     const __m256i k = _mm256_max_epi32(low_bits, _mm256_sub_epi32(subnormal_shift, _mm256_max_epi32(field, one)));
     __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, k), one);  // k >= 32: sllv gives 0, mask all ones
     mask = _mm256_or_si256(mask, _mm256_cmpgt_epi32(k, below_whole));  // k >= 24: every bit
@@ -345,8 +388,6 @@ __attribute__((target("avx2,popcnt"))) std::size_t avx2_range(PassState& s, std:
     t.inexact += lanes(inexact);
     t.underflow += lanes(_mm256_andnot_si256(less_unsigned(tiny_max, u), inexact));
     t.float_subnormals += lanes(less_unsigned(_mm256_sub_epi32(u, one), float_sub));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(fields), field);
-    for (std::size_t j = 0; j < 8; ++j) ++s.by_field[j & 3][fields[j]];
   }
   alignas(32) std::uint32_t maxima[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(maxima), vmax);

@@ -40,6 +40,11 @@ struct RoundingClassifier {
   int subnormal_shift = 0;
   std::array<std::uint32_t, 256> inexact_mask{};
   emu::Counters infinity, nan;  // what one infinity and one NaN count
+  // The plain fields [plain_field_lo, plain_field_hi): a non-zero u there is normal in the format, finite,
+  // not tiny, rounds to no overflow or NaN, and is inexact exactly when u & plain_mask != 0; the AVX2 kernel
+  // counts only that (and zeros) for a vector of plain or zero values. Checked against the definition like
+  // the rest; empty (0, 0) where the check fails.
+  std::uint32_t plain_field_lo = 0, plain_field_hi = 0, plain_mask = 0;
 };
 
 // The classifier of `f`, built once per format and kept (thread-safe).

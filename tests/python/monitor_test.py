@@ -52,6 +52,15 @@ class SpikeModule(torch.nn.Module):
         return Spike.apply(x, self.backward_factor)
 
 
+class WeightSpikeLinear(torch.nn.Linear):
+    """A Linear whose weight gradient is multiplied by backward_factor (inf plants a non-finite weight
+    gradient; its dx stays finite)."""
+    backward_factor = 1.0
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, Spike.apply(self.weight, self.backward_factor), self.bias)
+
+
 def small_cnn():
     return torch.nn.Sequential(
         torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(inplace=True), SpikeModule(), torch.nn.Conv2d(4, 6, 3),
@@ -276,6 +285,39 @@ def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path):
     steps = read_lines(tmp_path / "bwd" / "steps.jsonl")
     for k in (2, 3):
         assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("2", "backward"), steps[k]
+
+
+def test_provenance_places_parameter_gradients_after_their_modules_backward(tmp_path):
+    # A checked module's parameter gradients have no hook: they are checked once after backward and placed
+    # right after the module's output-gradient hook, where torch computes them, so the step's first
+    # non-finite value is the one hooks on them would name. Model: Conv "0", Spike "1", ReLU "2", Flatten
+    # "3", WeightSpikeLinear "4", ReLU "5", Linear "6"; backward reaches "4" before the Spike "1".
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), SpikeModule(), torch.nn.ReLU(), torch.nn.Flatten(),
+                                WeightSpikeLinear(4 * 6 * 6, 12), torch.nn.ReLU(), torch.nn.Linear(12, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = mt.GradScaler("torch")
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=tmp_path / "run", every=2, verbose=False)
+    planted = {1: ("weight",), 2: ("weight", "dx"), 3: ("dx",)}  # step -> the infinities planted
+    for step, (x, y) in enumerate(batches(3, 5)):
+        model[4].backward_factor = float("inf") if "weight" in planted.get(step, ()) else 1.0
+        model[1].backward_factor = float("inf") if "dx" in planted.get(step, ()) else 1.0
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        monitor.step(loss)
+    monitor.close()
+    steps = read_lines(tmp_path / "run" / "steps.jsonl")
+    named = [s["nonfinite"] and (s["nonfinite"]["layer"], s["nonfinite"]["tensor"], s["nonfinite"]["pass"])
+             for s in steps]
+    # Step 1 (unrecorded): only the weight gradient. Step 2 (recorded): the weight gradient comes before the
+    # Spike's dx, which Conv "0"'s output-gradient hook finds later. Step 3: the Spike's dx alone.
+    assert named == [None, ("4", "weight.grad", "backward"), ("4", "weight.grad", "backward"),
+                     ("1", "dx", "backward"), None], named
+    assert steps[1]["nonfinite"]["count"] == model[4].weight.numel()  # inf times every gradient: inf or NaN
+    assert all(steps[k]["skipped"] for k in (1, 2, 3)) and not steps[4]["skipped"]
 
 
 # --- the GradScaler against torch's rule ---------------------------------------------------------

@@ -66,7 +66,7 @@ class Monitor:
         self._names = {m: n or "model" for n, m in model.named_modules()}
         self._params = {p: n for n, p in model.named_parameters() if p.requires_grad}
         self._handles = []
-        self._module_handles = []  # the forward and parameter hooks (provenance="recorded_steps": recorded steps only)
+        self._batch_handle = None  # the model's forward pre-hook, until the batch size and the recipe are known
         self._step = 0
         self._skipped = 0
         self._last_loss = None
@@ -81,10 +81,11 @@ class Monitor:
 
     def step(self, loss):
         """Ends the step: logs it (loss: the unscaled loss, a tensor or a float) and starts the next."""
-        value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else float(loss)
-        if not _finite(value) and (self._provenance.first is None or not self._module_handles):
+        value = loss.item() if isinstance(loss, torch.Tensor) else float(loss)  # exact for every float dtype
+        if not _finite(value) and (self._provenance.first is None or not self._hook_handles["checks"]):
             # Without module hooks the loss comes before any gradient this step checked.
             self._provenance.first = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
+        self._check_param_grads()  # when neither the optimizer's step nor the scaler's update ran
         line = self._step_line(value)
         for t in self._recorder.take_tensor_lines_text():
             self._tensors.append_text(t)
@@ -93,6 +94,7 @@ class Monitor:
         self._steps.append(line)
         for log in (self._tensors, self._histograms, self._steps):
             log.end_step()
+        self._drop_batch_hook()
         self._report_nonfinite(line)
         self._last_loss = value
         self._skipped += bool(line["skipped"])
@@ -113,9 +115,12 @@ class Monitor:
         """Publishes every file and writes summary.json; removes the hooks. Also runs at interpreter exit."""
         if self._closed:
             return
-        for h in self._handles + self._module_handles:
+        for group in self._hook_handles:
+            self._set_hooks(group, False)
+        for h in self._handles:
             h.remove()
-        self._handles, self._module_handles = [], []
+        self._handles = []
+        self._drop_batch_hook(always=True)
         self._restore_wrappers()
         for log in (self._tensors, self._histograms, self._steps):
             log.close()
@@ -132,14 +137,19 @@ class Monitor:
 
     def _begin_step(self):
         self._recording = self._step % self.every == 0
-        if self.provenance == "recorded_steps" and not self._closed:
-            self._set_module_hooks(self._recording)
+        if not self._closed:
+            self._set_hooks("checks", self._recording or self.provenance == "every_step")
+            self._set_hooks("passive", self._recording)
         self._recorder.begin_step(self._step, self._recording, self._recording and self.histograms)
         self._provenance.begin_step()
         self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
         self._found_inf = None
         self._optimizer_stepped = False
         self._last_backward = None  # the module whose output gradient backward reached last
+        self._backward_calls = 0  # output-gradient hooks fired so far this step
+        self._backward_index = {}  # module name -> the order of its output-gradient hook's last firing
+        self._first_backward_index = None  # that order for the hook that found this step's first non-finite value
+        self._params_checked = False
         self._grads_recorded = False
         self._lost = {}
         self._unscaled = [0, 0]  # weight gradients' non-zero finite values, and those that become 0 at scale 1
@@ -184,30 +194,78 @@ class Monitor:
             if getattr(module, "inplace", False):
                 module.inplace = False  # an in-place op would rewrite the output whose gradient we hook; same values
         self._forward_hooks = {name: self._forward_hook(name, module) for module, name in self._leaves}  # made once
-        self._param_hooks = {name: self._param_grad_hook(name) for name in self._params.values()}
-        self._set_module_hooks(True)
-        self._handles.append(self.model.register_forward_pre_hook(self._batch_hook))
+        passive = [passes_finite(module) for module, _ in self._leaves]
+        checked = {n for (_, n), p in zip(self._leaves, passive) if not p}
+        # A parameter of a checked leaf module has no hook: its gradient is checked once after backward
+        # (_check_param_grads), placed where its hook would have fired. The others keep a hook.
+        self._placed_params = [(p, n) for p, n in self._params.items() if _owner(n) in checked]
+        hooked = [(p, n) for p, n in self._params.items() if _owner(n) not in checked]
+        # Two groups, attached per step by _begin_step: the checks (the forward hooks of the modules that can
+        # make a non-finite value, and the other parameters' gradient hooks; provenance="recorded_steps":
+        # recorded steps only) and the passive modules' forward hooks, which only record (passes_finite:
+        # nothing to check), so that on an unrecorded step those modules keep torch's call path without hooks.
+        self._hook_targets = {
+            "checks": [(m.register_forward_hook, self._forward_hooks[n]) for (m, n), p in zip(self._leaves, passive) if not p]
+                      + [(p.register_hook, self._param_grad_hook(n)) for p, n in hooked],
+            "passive": [(m.register_forward_hook, self._forward_hooks[n]) for (m, n), p in zip(self._leaves, passive) if p]}
+        self._hook_handles = {"checks": [], "passive": []}
+        self._batch_handle = self.model.register_forward_pre_hook(self._batch_hook)
         self._wrap_optimizer()
         if self.scaler is not None:
             self._wrap_scaler()
 
-    def _set_module_hooks(self, on):
-        """Attaches (on) or removes the forward hooks of the leaf modules and the parameters' gradient hooks."""
-        if on == bool(self._module_handles):
+    def _set_hooks(self, group, on):
+        """Attaches (on) or removes one group of hooks ("checks" or "passive")."""
+        handles = self._hook_handles[group]
+        if on == bool(handles):
             return
-        if not on:
-            for h in self._module_handles:
+        if on:
+            handles.extend(register(hook) for register, hook in self._hook_targets[group])
+        else:
+            for h in handles:
                 h.remove()
-            self._module_handles = []
+            handles.clear()
+
+    def _drop_batch_hook(self, always=False):
+        """Removes the model's forward pre-hook once it has seen the batch size and the recipe (a hook on the
+        model takes it off torch's call path without hooks). Not from inside the hook: torch is iterating
+        over the hooks then."""
+        if self._batch_handle is not None and (always or (self._config["batch_size"] is not None
+                                                          and self._config["recipe"] is not None)):
+            self._batch_handle.remove()
+            self._batch_handle = None
+
+    def _check_param_grads(self):
+        """Once per step, after backward: the gradients of the parameters without a hook. Backward computes a
+        module's parameter gradients right after its output-gradient hook fires (the hook runs as the module's
+        backward starts, and torch accumulates parameter gradients as soon as they are ready), so each is
+        placed there: the step's first non-finite value is the one the hooks would have named (of one
+        module's parameters, the first in the model's order). Without module hooks on this step
+        (provenance="recorded_steps"), _check_gradients_unhooked names the first in the model's order."""
+        if self._params_checked:
             return
-        for module, name in self._leaves:
-            self._module_handles.append(module.register_forward_hook(self._forward_hooks[name]))
-        for p, name in self._params.items():
-            self._module_handles.append(p.register_hook(self._param_hooks[name]))
+        self._params_checked = True
+        if not self._hook_handles["checks"]:
+            self._check_gradients_unhooked()
+            return
+        first = self._provenance.first
+        if first is not None and self._first_backward_index is None:
+            return  # found in forward: before every gradient
+        limit = self._first_backward_index if first is not None else float("inf")
+        best = None
+        for p, name in self._placed_params:
+            # A parameter whose module backward never reached has a stale or no gradient: after everything.
+            at = self._backward_index.get(_owner(name), float("inf"))
+            if (best is None or at < best[0]) and at < limit and has_nonfinite(p.grad):
+                best = (at, p, name)
+        if best is not None:
+            self._provenance.first = None  # the parameter's gradient came before what the hooks found
+            layer, _, tensor = best[2].rpartition(".")
+            self._provenance.check(layer or "model", tensor + ".grad", "backward", best[1].grad)
 
     def _check_gradients_unhooked(self):
         """A step without module hooks: its first non-finite parameter gradient, in the model's order."""
-        if self._module_handles or self._provenance.first is not None:
+        if self._hook_handles["checks"] or self._provenance.first is not None:
             return
         for p, name in self._params.items():
             if has_nonfinite(p.grad):
@@ -239,11 +297,15 @@ class Monitor:
     def _output_grad_hook(self, name):
         """The gradient of a module's output (its dy, at the loss scale), as backward reaches it."""
         def hook(grad):
+            index = self._backward_calls
+            self._backward_calls += 1
+            self._backward_index[name] = index  # the last: a module called twice has its weights' gradients after both
             if self._provenance.first is None and has_nonfinite(grad):
                 # Non-finite where this module's backward starts: the loss produced it when no module went
                 # backward before, else the module whose backward ran last (its dx is this dy).
                 previous = self._last_backward
                 self._provenance.check(previous or "loss", "dx" if previous else "dloss", "backward", grad)
+                self._first_backward_index = index
             self._last_backward = name
             if self._recording:
                 self._record(name, "dy", "activation_grad", "backward", grad)
@@ -301,8 +363,8 @@ class Monitor:
         if self._grads_recorded:
             return
         self._grads_recorded = True
+        self._check_param_grads()
         if not self._recording:
-            self._check_gradients_unhooked()
             return
         items = []
         for p, name in self._params.items():
@@ -361,6 +423,11 @@ def _record_item(layer, tensor, role, pass_, t, scale):
         return None
     array, bits = as_input(t)
     return layer, tensor, role, pass_, array, bits, fmt, scale
+
+
+def _owner(param_name):
+    """The name of the module a parameter belongs to, as Monitor._names names modules ("model": the root)."""
+    return param_name.rpartition(".")[0] or "model"
 
 
 def _is_view_of_input(output, inputs):

@@ -23,6 +23,10 @@ def _finite_or_null(obj):
     return obj
 
 
+# Made once: json.dumps with options builds an encoder per call, which costs more than the line.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 class JsonLines:
     def __init__(self, path, every_steps):
         self.path, self.every_steps = path, every_steps
@@ -31,7 +35,11 @@ class JsonLines:
         self._pending, self._steps = [], 0
 
     def append(self, line):
-        self._pending.append(json.dumps(_finite_or_null(line), separators=(",", ":"), allow_nan=False))
+        try:  # almost every line is finite: serialized as it is, and walked only when json refuses it
+            text = _ENCODER.encode(line)
+        except ValueError:
+            text = _ENCODER.encode(_finite_or_null(line))
+        self._pending.append(text)
 
     def append_text(self, text):
         """A line already serialized (by the C++ recorder, which writes non-finite numbers as null)."""
