@@ -13,6 +13,7 @@
 #include "emu/lost_update.h"
 #include "emu/quantize.h"
 #include "record/lost_updates_avx2.h"
+#include "record/tensor_stats_fused.h"
 
 namespace mpverify::record {
 
@@ -99,7 +100,7 @@ bool count_by_spacing(std::span<const float> w, std::span<const float> u, const 
   std::uint64_t updates = 0, lost = 0;
   bool any_not_a_value = false;
   std::size_t i = 0;
-  if (simd && detail::spacing_avx2_available()) {
+  if (simd && detail::fused_avx2_available()) {
     const detail::SpacingCounts k = detail::spacing_avx2(w.data(), u.data(), w.size(), rule.precision, rule.emin,
                                                          rule.emax);
     updates = k.updates;
@@ -145,7 +146,7 @@ LostUpdateCounts lost_update_counts(std::span<const float> w, std::span<const fl
   // |w| / |u| against 2^p and 2^(p+1) as |w| against 2^p |u|: the products are exact in double.
   const double needed = format.lost_update_ratio_needed(), sufficient = format.lost_update_ratio_sufficient();
   std::size_t i = 0;
-  if (path != LostUpdatePath::spacing_portable && r.precision <= 24 && detail::spacing_avx2_available()) {
+  if (path != LostUpdatePath::spacing_portable && r.precision <= 24 && detail::fused_avx2_available()) {
     const detail::RatioCounts k = detail::ratios_avx2(w.data(), u.data(), w.size(), r.precision);
     r.ratio_needed = k.needed;
     r.ratio_sufficient = k.sufficient;

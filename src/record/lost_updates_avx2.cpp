@@ -22,14 +22,6 @@ __attribute__((target("avx2,popcnt"))) inline std::uint64_t lanes(__m256i m) {
 
 }  // namespace
 
-bool spacing_avx2_available() {
-  static const bool available = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
-  }();
-  return available;
-}
-
 // Line by line the scalar rule (lost_updates.cpp, swamped_by_spacing), each condition a lane mask; every
 // value stays below 2^31, so signed compares order them as the scalar unsigned ones.
 __attribute__((target("avx2,popcnt"))) SpacingCounts spacing_avx2(const float* w, const float* u, std::size_t n,
@@ -109,7 +101,6 @@ __attribute__((target("avx2,popcnt"))) RatioCounts ratios_avx2(const float* w, c
 #else
 
 RatioCounts ratios_avx2(const float*, const float*, std::size_t, int) { return {}; }
-bool spacing_avx2_available() { return false; }
 SpacingCounts spacing_avx2(const float*, const float*, std::size_t, int, int, int) { return {}; }
 
 #endif

@@ -13,11 +13,8 @@ struct SpacingCounts {
   std::size_t done = 0;           // the elements taken (whole vectors of 8 from the start); the caller does the rest
 };
 
-// True when this CPU has AVX2 (checked once).
-bool spacing_avx2_available();
-
 // The counts of lost_updates.cpp's count_by_spacing over the first done = n - n % 8 elements, for a format of
-// precision p and exponents emin..emax. Call only where spacing_avx2_available().
+// precision p and exponents emin..emax. Call only where fused_avx2_available() (tensor_stats_fused.h: AVX2 and popcnt).
 SpacingCounts spacing_avx2(const float* w, const float* u, std::size_t n, int precision, int emin, int emax);
 
 struct RatioCounts {
