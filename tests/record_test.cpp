@@ -21,6 +21,7 @@
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
 #include "formats/format.h"
+#include "record/json_line.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
 #include "record/tensor_stats.h"
@@ -785,3 +786,46 @@ TEST(LostUpdatesAvx2, OffGridWeightInAVectorIsRefusedAsByTheLoop) {
 }
 
 }  // namespace
+
+// --- JSON lines written as text -------------------------------------------------------
+
+// Each value as nlohmann's dump() writes it in an object: shortest round-trip doubles ("1.0", "1e-05",
+// "5e-324"), null for inf and NaN, the extremes of the integer types, escapes and replaced invalid UTF-8.
+TEST(JsonLine, WritesWhatNlohmannDumpsForTheSameObject) {
+  const auto replace = nlohmann::json::error_handler_t::replace;
+  const std::vector<double> doubles = {0.0, -0.0, 1.0, 0.1, 1e-5, 123456789.0, 1e21, 1e300, 5e-324, -2.5,
+                                       std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(),
+                                       -std::numeric_limits<double>::infinity(), std::nan("")};
+  const std::vector<std::string> strings = {"", "plain", "q\"uote", "back\\slash", "tab\tnew\nline", "\x01",
+                                            "caf\xc3\xa9", "bad\xc3", "\x7f"};
+  for (const double d : doubles)
+    for (const std::string& str : strings) {
+      const std::uint64_t counts[] = {0, 1, std::numeric_limits<std::uint64_t>::max()};
+      const std::string text = record::JsonLine()
+                                   .add("a", std::uint64_t{18446744073709551615u})
+                                   .add("b", -2147483647 - 1)
+                                   .add("c", d)
+                                   .add("d", std::span<const std::uint64_t>(counts))
+                                   .add("e", std::span<const std::uint64_t>())
+                                   .add_null("f")
+                                   .add(str.empty() ? "g" : "g" + str, str)
+                                   .take();
+      nlohmann::json expected = {{"a", std::numeric_limits<std::uint64_t>::max()},
+                                 {"b", std::numeric_limits<int>::min()},
+                                 {"c", d},
+                                 {"d", {0, 1, std::numeric_limits<std::uint64_t>::max()}},
+                                 {"e", nlohmann::json::array()},
+                                 {"f", nullptr},
+                                 {str.empty() ? "g" : "g" + str, str}};
+      EXPECT_EQ(text, expected.dump(-1, ' ', false, replace)) << d << " " << str;
+    }
+  EXPECT_EQ(record::JsonLine().take(), "{}");
+}
+
+TEST(JsonLine, RefusesKeysOutOfOrderOrRepeated) {
+  record::JsonLine line;
+  line.add("b", 1);
+  EXPECT_THROW(line.add("a", 2), std::logic_error);
+  EXPECT_THROW(line.add("b", 2), std::logic_error);
+  EXPECT_NO_THROW(line.add("ba", 2));
+}

@@ -13,6 +13,8 @@
 #include "data/synthetic_digits.h"
 #include "nn/emu_backend.h"
 #include "nn/linear.h"
+#include "record/histogram_json.h"
+#include "record/tensor_stats.h"
 #include "training/step_recorder.h"
 #include "training/trainer.h"
 #include "training/unscale.h"
@@ -188,7 +190,8 @@ TEST(Trainer, RecordersEqualABruteForceRecountOnTheSavedTensors) {
   for (int step = 0; step < 3; ++step) {
     saver.saved.clear();
     const auto log = t.step();
-    const auto lines = t.take_tensor_lines();
+    std::vector<nlohmann::json> lines;
+    for (const std::string& text : t.take_tensor_lines()) lines.push_back(nlohmann::json::parse(text));
     std::uint64_t nonzero = 0, to_zero = 0, subnormal = 0;
     std::map<std::string, const Saved*> by_name;
     for (const Saved& s : saver.saved) {
@@ -324,8 +327,10 @@ TEST(Trainer, AStaticScaleRecoversGradientsBelowTheFp16Subnormals) {
     auto grad = layer.parameters()[0]->grad;
     mpverify::training::unscale_gradient("static", scale, grad);
     double dy_underflow = -1;
-    for (const auto& line : recorder.take_tensor_lines())
+    for (const std::string& text : recorder.take_tensor_lines()) {
+      const auto line = nlohmann::json::parse(text);
       if (line["tensor"] == "dlogits") dy_underflow = line["underflow_to_zero_rate"].get<double>();
+    }
     if (scale == 1.0) {
       EXPECT_DOUBLE_EQ(dy_underflow, 1.0);
       EXPECT_EQ(recorder.gradients().underflow_to_zero, 4u);
@@ -357,8 +362,67 @@ TEST(Trainer, RecordedNormIsTheL2NormOfTheFiniteValues) {
   long double sum = 0;
   for (const long double q : squares) sum += q;
   const double expected = static_cast<double>(std::sqrt(sum));
-  EXPECT_NEAR(lines[0]["norm"].get<double>(), expected, expected * static_cast<double>(x.size()) * 0x1p-53);
+  EXPECT_NEAR(nlohmann::json::parse(lines[0])["norm"].get<double>(), expected, expected * static_cast<double>(x.size()) * 0x1p-53);
   EXPECT_GT(expected, 5.0);  // 3, 4 and the rest
+}
+
+// The recorder writes its lines as text (record/json_line.h); they must be what nlohmann's dump() writes for
+// the object the recorder used to build, transcribed here from tensor_stats' fields (non-finite numbers as
+// null, the scale only when it is not 1, the histogram's bins from the first to the last non-zero one).
+nlohmann::json expected_tensor_line(std::size_t step, const std::string& layer, const std::string& tensor,
+                                    const std::string& role, const std::string& pass, const std::string& target,
+                                    const std::string& stored, const mpverify::record::TensorStats& s, double scale) {
+  auto number_or_null = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {{"step", step}, {"layer", layer}, {"tensor", tensor}, {"role", role}, {"pass", pass},
+                      {"format", target}, {"stored_in", stored}, {"count", s.count}, {"zeros_in", s.zeros_in},
+                      {"nonzero_finite", s.nonzero_finite}, {"underflow_to_zero_rate", s.underflow_to_zero_rate},
+                      {"subnormal_rate", s.subnormal_rate}, {"overflow_rate", s.overflow_rate},
+                      {"max_abs", number_or_null(s.max_abs)}, {"headroom_log2", number_or_null(s.headroom_log2)},
+                      {"norm", number_or_null(s.norm)}};
+  if (scale != 1.0) j["scale"] = scale;
+  return j;
+}
+
+nlohmann::json expected_histogram_line(std::size_t step, const std::string& layer, const std::string& tensor,
+                                       const std::string& role, const std::string& target,
+                                       const mpverify::emu::ExponentHistogram& h) {
+  nlohmann::json j = mpverify::record::histogram_to_json(h);
+  j.update({{"step", step}, {"layer", layer}, {"tensor", tensor}, {"role", role}, {"format", target}});
+  return j;
+}
+
+TEST(StepRecorderLines, AreNlohmannsDumpOfTheSameObject) {
+  const auto fp16 = mpverify::formats::parse_format("fp16"), fp32 = mpverify::formats::parse_format("fp32");
+  const auto bf16 = mpverify::formats::parse_format("bf16");
+  struct Case {
+    std::string layer, tensor;
+    std::vector<float> x;
+    const mpverify::formats::Format* stored;
+    double scale;
+  };
+  const std::vector<Case> cases = {
+      {"conv1", "y", {1.0f, -0.1f, 3e-8f, 0.0f, 7e4f, 1e-30f}, &fp32, 1.0},
+      {"fc.\"odd\"\tname\xc3", "w\n", {0.5f, 0.25f}, &bf16, 1.0},  // escapes and invalid UTF-8
+      {"model", "b.grad", {}, &fp32, 1024.0},                              // empty: no bins, inf headroom
+      {"fc2", "dy", {INFINITY, NAN, -2.0f, 1e-5f}, &fp16, 0.5}};
+  mpverify::training::StepRecorder recorder(fp16);
+  recorder.begin_step(7, true, true);
+  for (const Case& c : cases)
+    recorder.record(c.layer, c.tensor, Role::weight_grad, Pass::backward, c.x, *c.stored, c.scale);
+  const auto tensors = recorder.take_tensor_lines();
+  const auto histograms = recorder.take_histogram_lines();
+  ASSERT_EQ(tensors.size(), cases.size());
+  ASSERT_EQ(histograms.size(), cases.size());
+  const auto replace = nlohmann::json::error_handler_t::replace;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const auto& target = *c.stored == fp32 ? fp16 : *c.stored;
+    const auto s = mpverify::record::tensor_stats(c.x, target, c.scale);
+    EXPECT_EQ(tensors[i], expected_tensor_line(7, c.layer, c.tensor, "weight_grad", "backward", target.name,
+                                               c.stored->name, s, c.scale).dump(-1, ' ', false, replace)) << i;
+    EXPECT_EQ(histograms[i], expected_histogram_line(7, c.layer, c.tensor, "weight_grad", target.name, s.histogram)
+                                 .dump(-1, ' ', false, replace)) << i;
+  }
 }
 
 // --- crafted non-finite values ----------------------------------------------------------

@@ -7,6 +7,7 @@
 #include "metrics/fid_bootstrap.h"
 #include "metrics/image_features.h"
 #include "metrics/kid.h"
+#include "record/json_number.h"
 
 namespace mpverify::metrics {
 
@@ -16,8 +17,6 @@ std::string metadata_or_empty(const training::FeatureExtractor& x, const char* k
   const auto it = x.metadata().find(key);
   return it == x.metadata().end() ? std::string() : it->second;
 }
-
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 }  // namespace
 
@@ -103,16 +102,16 @@ nlohmann::json evaluate_gan(training::Trainer& trainer, training::FeatureExtract
   const FeatureMatrix held_out{fr, real.size(), training::kFeatureDim, "real test"};
   const FidResult f = fid(generated, held_out, options.route);
   const KidResult k = kernel_inception_distance(generated, held_out, {.subsets = options.kid_subsets, .seed = seed});
-  e["fid"] = number_or_null(f.fid);
-  e["kid"] = number_or_null(k.kid);
-  e["kid_stderr"] = number_or_null(k.kid_stderr);
+  e["fid"] = record::number_or_null(f.fid);
+  e["kid"] = record::number_or_null(k.kid);
+  e["kid_stderr"] = record::number_or_null(k.kid_stderr);
   e["kid_subset_size"] = k.subset_size;
   if (options.bootstrap_replicates >= 2) {
     const FidBootstrap b = fid_bootstrap(
         generated, held_out,
         {.replicates = options.bootstrap_replicates, .level = options.level, .seed = seed, .route = options.route});
-    e["fid_stderr"] = number_or_null(b.standard_error);
-    e["fid_interval"] = {number_or_null(b.low), number_or_null(b.high)};
+    e["fid_stderr"] = record::number_or_null(b.standard_error);
+    e["fid_interval"] = {record::number_or_null(b.low), record::number_or_null(b.high)};
   }
   return e;
 }

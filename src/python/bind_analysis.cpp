@@ -115,18 +115,32 @@ py::dict lost_updates(const py::array& w, const std::string& w_bits, const py::a
   return d;
 }
 
-// The lost updates of one optimizer step, from the weights before and after it (the update computed here,
-// record::applied_update, instead of three tensor conversions in Python).
-py::dict lost_updates_of_step(const py::array& before, const std::string& before_bits, const py::array& after,
-                              const std::string& after_bits, const std::string& format) {
-  const FloatInput b(before, before_bits, "lost_updates_of_step: before"), a(after, after_bits, "lost_updates_of_step: after");
-  const std::vector<float> u = record::applied_update(b.values(), a.values());
-  const record::LostUpdateStats s = record::lost_updates(b.values(), u, formats::parse_format(format));
+py::dict lost_updates_of_values(std::span<const float> before, std::span<const float> after, const std::string& format) {
+  if (before.size() != after.size())
+    throw std::invalid_argument("lost_updates_of_step: before has " + std::to_string(before.size()) +
+                                " values and after " + std::to_string(after.size()));
+  const std::vector<float> u = record::applied_update(before, after);
+  const record::LostUpdateStats s = record::lost_updates(before, u, formats::parse_format(format));
   py::dict d;
   d["format"] = formats::parse_format(format).name;
   d["without_master"] = counts_dict(s.without_master);
   d["with_master"] = counts_dict(s.with_master);
   return d;
+}
+
+// The lost updates of one optimizer step, from the weights before and after it (the update computed here,
+// record::applied_update, instead of three tensor conversions in Python).
+py::dict lost_updates_of_step(const py::array& before, const std::string& before_bits, const py::array& after,
+                              const std::string& after_bits, const std::string& format) {
+  const FloatInput b(before, before_bits, "lost_updates_of_step: before"), a(after, after_bits, "lost_updates_of_step: after");
+  return lost_updates_of_values(b.values(), a.values(), format);
+}
+
+// lost_updates_of_step for two dense float32 CPU torch tensors, read in place; None for any other tensors.
+py::object lost_updates_of_step_torch(const py::handle& before, const py::handle& after, const std::string& format) {
+  const auto b = torch_float32_values(before), a = torch_float32_values(after);
+  if (!b || !a) return py::none();
+  return lost_updates_of_values(*b, *a, format);
 }
 
 // The number of inf and NaN values of a torch tensor, read in place when it is a dense CPU tensor of a float
@@ -144,6 +158,18 @@ std::int64_t count_nonfinite_torch(const py::handle& t) {
   return static_cast<std::int64_t>(record::count_nonfinite(reinterpret_cast<const void*>(address), count, *pattern));
 }
 
+// count_nonfinite_torch of each parameter's .grad (0 where it has none, -1 where it is not read in place), in
+// one call: the Monitor checks every parameter gradient once per step.
+std::vector<std::int64_t> count_nonfinite_grads(const py::list& params) {
+  std::vector<std::int64_t> out;
+  out.reserve(params.size());
+  for (const py::handle p : params) {
+    const py::object grad = p.attr("grad");
+    out.push_back(grad.is_none() ? 0 : count_nonfinite_torch(grad));
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m) {
@@ -157,6 +183,11 @@ void bind_analysis(py::module_& m) {
   m.def("lost_updates_of_step", &lost_updates_of_step, exact_fp(), py::arg("before"), py::arg("before_bits"), py::arg("after"),
         py::arg("after_bits"), py::arg("format"),
         "lost_updates(before, fl32(after - before)): the lost updates of the update one step applied.");
+  m.def("_lost_updates_of_step_torch", &lost_updates_of_step_torch, exact_fp(), py::arg("before"), py::arg("after"),
+        py::arg("format"),
+        "lost_updates_of_step() for two dense float32 CPU torch tensors, read in place; None for any others.");
+  m.def("_count_nonfinite_grads", &count_nonfinite_grads, py::arg("params"),
+        "_count_nonfinite_torch of each parameter's .grad: 0 where it has none, -1 where it is not read in place.");
   m.def("_count_nonfinite_torch", &count_nonfinite_torch, py::arg("tensor"),
         "The number of inf and NaN values of a dense CPU torch tensor of type float64, float32, float16 or "
         "bfloat16, read in place; -1 for any other tensor.");

@@ -3,6 +3,8 @@
 // Monitor to write the same files).
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,22 +100,51 @@ py::dict rate_counts(const training::RateCounts& c) {
   return d;
 }
 
-// Serialized in C++: turning each line into Python objects and back costs more than measuring the tensor.
-std::vector<std::string> lines_text(const std::vector<nlohmann::json>& v) {
-  std::vector<std::string> out;
-  out.reserve(v.size());
-  for (const nlohmann::json& j : v) out.push_back(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  return out;
+using Counts = std::pair<std::uint64_t, std::uint64_t>;  // (nonzero_finite, underflow_to_zero)
+
+Counts record_values(training::StepRecorder& r, const std::string& layer, const std::string& tensor,
+                     const std::string& role, const std::string& pass, std::span<const float> values,
+                     const formats::Format& format, double scale) {
+  const training::RateCounts c = r.record(layer, tensor, parse_role(role), parse_pass(pass), values, format, scale);
+  return {c.nonzero, c.underflow_to_zero};
 }
 
-std::pair<std::uint64_t, std::uint64_t> record_one(training::StepRecorder& r, const std::string& layer,
-                                                   const std::string& tensor, const std::string& role,
-                                                   const std::string& pass, const py::array& x, const std::string& bits,
-                                                   const std::string& format, double scale) {
+Counts record_one(training::StepRecorder& r, const std::string& layer, const std::string& tensor,
+                  const std::string& role, const std::string& pass, const py::array& x, const std::string& bits,
+                  const std::string& format, double scale) {
   const FloatInput in(x, bits, layer + "." + tensor);
-  const training::RateCounts c =
-      r.record(layer, tensor, parse_role(role), parse_pass(pass), in.values(), formats::parse_format(format), scale);
-  return {c.nonzero, c.underflow_to_zero};
+  return record_values(r, layer, tensor, role, pass, in.values(), formats::parse_format(format), scale);
+}
+
+// A dense float32 CPU torch tensor, read in place (tensor_input.h); nullopt for any other tensor.
+std::optional<Counts> record_torch(training::StepRecorder& r, const std::string& layer, const std::string& tensor,
+                                   const std::string& role, const std::string& pass, const py::handle& t,
+                                   double scale) {
+  static const formats::Format fp32 = formats::parse_format("fp32");
+  const auto values = torch_float32_values(t);
+  if (!values) return std::nullopt;
+  return record_values(r, layer, tensor, role, pass, *values, fp32, scale);
+}
+
+// record_many's item: record()'s 8 arguments, or (layer, tensor, role, pass, a dense float32 CPU torch
+// tensor, scale).
+Counts record_item(training::StepRecorder& r, const py::tuple& t) {
+  if (t.size() == 6) {
+    const auto counts = record_torch(r, t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<std::string>(),
+                                     t[3].cast<std::string>(), t[4], t[5].cast<double>());
+    if (!counts)
+      throw std::invalid_argument("record_many: the tensor of " + t[0].cast<std::string>() + "." +
+                                  t[1].cast<std::string>() + " is not a dense float32 CPU tensor (give record()'s "
+                                  "8 arguments for it)");
+    return *counts;
+  }
+  if (t.size() != 8)
+    throw std::invalid_argument("record_many: each item is (layer, tensor, role, pass, x, bits, format, scale) or "
+                                "(layer, tensor, role, pass, float32 tensor, scale), not a tuple of " +
+                                std::to_string(t.size()));
+  return record_one(r, t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<std::string>(),
+                    t[3].cast<std::string>(), t[4].cast<py::array>(), t[5].cast<std::string>(),
+                    t[6].cast<std::string>(), t[7].cast<double>());
 }
 
 void bind_scaler(py::module_& m) {
@@ -142,32 +173,34 @@ void bind_recorder(py::module_& m) {
           py::arg("bits"), py::arg("format"), py::arg("scale"),
           "Measures one tensor; returns its (nonzero_finite, underflow_to_zero)")
       .def(
+          "record_torch",
+          [](training::StepRecorder& r, const std::string& layer, const std::string& tensor, const std::string& role,
+             const std::string& pass, const py::handle& t, double scale) {
+            return record_torch(r, layer, tensor, role, pass, t, scale);
+          },
+          exact_fp(), py::arg("layer"), py::arg("tensor"), py::arg("role"), py::arg("pass_"), py::arg("t"),
+          py::arg("scale"),
+          "record() for a dense float32 CPU torch tensor, read in place (format fp32); returns None, recording "
+          "nothing, for any other tensor")
+      .def(
           "record_many",
           [](training::StepRecorder& r, const py::list& items) {
-            // One crossing for many tensors (a step's weights, its weight gradients): each item is the
-            // tuple of record()'s arguments, recorded in order, as the same calls one by one would.
-            std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+            // One crossing for many tensors (a step's weights, its weight gradients), recorded in order, as
+            // the same calls one by one would.
+            std::vector<Counts> out;
             out.reserve(items.size());
-            for (const py::handle item : items) {
-              const auto t = item.cast<py::tuple>();
-              if (t.size() != 8)
-                throw std::invalid_argument("record_many: each item is (layer, tensor, role, pass, x, bits, format, "
-                                            "scale), not a tuple of " + std::to_string(t.size()));
-              out.push_back(record_one(r, t[0].cast<std::string>(), t[1].cast<std::string>(),
-                                       t[2].cast<std::string>(), t[3].cast<std::string>(), t[4].cast<py::array>(),
-                                       t[5].cast<std::string>(), t[6].cast<std::string>(), t[7].cast<double>()));
-            }
+            for (const py::handle item : items) out.push_back(record_item(r, item.cast<py::tuple>()));
             return out;
           },
           exact_fp(), py::arg("items"),
-          "record() for each (layer, tensor, role, pass, x, bits, format, scale), in one call; returns the "
-          "list of (nonzero_finite, underflow_to_zero)")
+          "record() for each (layer, tensor, role, pass, x, bits, format, scale), or record_torch() for each "
+          "(layer, tensor, role, pass, float32 tensor, scale), in one call; returns the list of "
+          "(nonzero_finite, underflow_to_zero)")
       .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })
       .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
-      .def("take_tensor_lines_text", [](training::StepRecorder& r) { return lines_text(r.take_tensor_lines()); },
+      .def("take_tensor_lines_text", &training::StepRecorder::take_tensor_lines,
            "The step's tensors.jsonl lines, moved out, as JSON text (non-finite numbers as null)")
-      .def("take_histogram_lines_text",
-           [](training::StepRecorder& r) { return lines_text(r.take_histogram_lines()); },
+      .def("take_histogram_lines_text", &training::StepRecorder::take_histogram_lines,
            "The step's histograms.jsonl lines, moved out, as JSON text")
       .def("thresholds", [](const training::StepRecorder& r) { return to_python(r.thresholds()); });
 }

@@ -87,6 +87,14 @@ FloatInput::FloatInput(const py::array& array, const std::string& bits, const st
   if (!owned_.empty() || values_.empty()) values_ = owned_;
 }
 
+std::optional<std::span<const float>> torch_float32_values(const py::handle& t) {
+  if (!t.attr("is_cpu").cast<bool>() || !t.attr("is_contiguous")().cast<bool>()) return std::nullopt;
+  if (py::str(t.attr("dtype")).cast<std::string>() != "torch.float32") return std::nullopt;
+  const auto count = t.attr("numel")().cast<std::size_t>();
+  if (count == 0) return std::span<const float>();
+  return std::span<const float>(reinterpret_cast<const float*>(t.attr("data_ptr")().cast<std::uintptr_t>()), count);
+}
+
 py::array_t<float> float_array(const std::vector<float>& values, const std::vector<std::size_t>& shape) {
   std::vector<py::ssize_t> dims(shape.begin(), shape.end());
   py::array_t<float> out(dims);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ class FloatInput {
   std::vector<std::size_t> shape_;
   std::string dtype_;
 };
+
+// The values of a dense float32 CPU torch tensor, read in place by its data_ptr() and numel(), without a
+// numpy view; nullopt for any other tensor (other dtypes, devices or layouts go through FloatInput). The
+// Monitor hands every tensor it records this way: detach(), numpy() and an argument tuple per tensor cost
+// more in Python than measuring a small tensor. The caller keeps the tensor alive while it reads.
+std::optional<std::span<const float>> torch_float32_values(const pybind11::handle& tensor);
 
 // A float32 numpy array holding a copy of `values` in `shape`.
 pybind11::array_t<float> float_array(const std::vector<float>& values, const std::vector<std::size_t>& shape);

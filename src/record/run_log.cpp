@@ -131,7 +131,11 @@ RunLog::~RunLog() {
 
 void RunLog::append(const nlohmann::json& step) {
   // dump() escapes newlines inside strings, so one step is one line.
-  content_ += step.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  append_text(step.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void RunLog::append_text(std::string_view line) {
+  content_ += line;
   content_ += '\n';
   ++appended_;
   if (appended_ - published_ >= publish_every_) flush();

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,8 @@ class RunLog {
   // Adds one step (serialised on one line; non-finite numbers become null, as
   // JSON has no NaN) and publishes when publish_every steps are pending.
   void append(const nlohmann::json& step);
+  // A line already written as JSON text (one object, no newline), e.g. by record::JsonLine.
+  void append_text(std::string_view line);
   // Publishes now (a no-op when nothing is pending).
   void flush();
   // summary.json, pretty-printed, through summary.json.tmp + rename.

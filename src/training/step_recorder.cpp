@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "record/histogram_json.h"
+#include "record/json_line.h"
+#include "record/json_number.h"
 #include "record/tensor_stats.h"
 
 namespace mpverify::training {
@@ -19,7 +21,58 @@ RateCounts& RateCounts::operator+=(const RateCounts& o) {
 
 namespace {
 
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+// tensors.jsonl's line, keys in sorted order (record/json_line.h).
+std::string tensor_line(std::size_t step, std::string_view layer, std::string_view tensor, nn::Role role,
+                        nn::Pass pass, const formats::Format& target, const formats::Format& stored,
+                        const record::TensorStats& s, double scale) {
+  record::JsonLine line;
+  line.add("count", std::uint64_t{s.count})
+      .add("format", target.name)
+      .add("headroom_log2", s.headroom_log2)  // null when not finite
+      .add("layer", layer)
+      .add("max_abs", static_cast<double>(s.max_abs))
+      .add("nonzero_finite", std::uint64_t{s.nonzero_finite})
+      .add("norm", s.norm)
+      .add("overflow_rate", s.overflow_rate)
+      .add("pass", nn::to_string(pass))
+      .add("role", nn::to_string(role));
+  if (scale != 1.0) line.add("scale", scale);
+  return line.add("step", std::uint64_t{step})
+      .add("stored_in", stored.name)
+      .add("subnormal_rate", s.subnormal_rate)
+      .add("tensor", tensor)
+      .add("underflow_to_zero_rate", s.underflow_to_zero_rate)
+      .add("zeros_in", std::uint64_t{s.zeros_in})
+      .take();
+}
+
+// histograms.jsonl's line: record::histogram_to_json's fields and the tensor's, keys in sorted order.
+std::string histogram_line(std::size_t step, std::string_view layer, std::string_view tensor, nn::Role role,
+                           const formats::Format& target, const emu::ExponentHistogram& h) {
+  std::size_t first = h.bins.size(), last = 0;
+  for (std::size_t i = 0; i < h.bins.size(); ++i) {
+    if (h.bins[i] == 0) continue;
+    if (first == h.bins.size()) first = i;
+    last = i;
+  }
+  record::JsonLine line;
+  line.add("above_range", std::uint64_t{h.above_range}).add("below_range", std::uint64_t{h.below_range});
+  if (first < h.bins.size()) {
+    line.add("counts", std::span<const std::uint64_t>(h.bins.data() + first, last - first + 1))
+        .add("first_exponent", static_cast<int>(first) + emu::ExponentHistogram::min_exponent);
+  } else {
+    line.add("counts", std::span<const std::uint64_t>()).add_null("first_exponent");
+  }
+  return line.add("format", target.name)
+      .add("infinities", std::uint64_t{h.infinities})
+      .add("layer", layer)
+      .add("nans", std::uint64_t{h.nans})
+      .add("role", nn::to_string(role))
+      .add("step", std::uint64_t{step})
+      .add("tensor", tensor)
+      .add("zeros", std::uint64_t{h.zeros})
+      .take();
+}
 
 }  // namespace
 
@@ -69,7 +122,7 @@ void StepRecorder::on_block_quantized(std::string_view layer, std::string_view o
                           {"subnormal", counters.subnormal},
                           {"scales_clamped", counters.scales_clamped},
                           {"nonfinite_in", counters.nonfinite_in},
-                          {"sqnr_db", number_or_null(sqnr)},
+                          {"sqnr_db", record::number_or_null(sqnr)},
                           {"scale_exponents", std::move(exponents)},
                           {"zero_scales", stats.zero_scales}});
 }
@@ -87,31 +140,8 @@ RateCounts StepRecorder::record(std::string_view layer, std::string_view tensor,
   if (role == nn::Role::activation) activations_ += counts;
   if (!thresholds_.contains(target.name)) thresholds_[target.name] = record::thresholds_to_json(s.thresholds);
   if (!keep_) return counts;
-  tensor_lines_.push_back({{"step", step_},
-                           {"layer", layer},
-                           {"tensor", tensor},
-                           {"role", nn::to_string(role)},
-                           {"pass", nn::to_string(pass)},
-                           {"format", target.name},
-                           {"stored_in", format.name},
-                           {"count", s.count},
-                           {"zeros_in", s.zeros_in},
-                           {"nonzero_finite", s.nonzero_finite},
-                           {"underflow_to_zero_rate", s.underflow_to_zero_rate},
-                           {"subnormal_rate", s.subnormal_rate},
-                           {"overflow_rate", s.overflow_rate},
-                           {"max_abs", s.max_abs},
-                           {"headroom_log2", number_or_null(s.headroom_log2)},
-                           {"norm", s.norm}});
-  if (scale != 1.0) tensor_lines_.back()["scale"] = scale;
-  if (!histograms_) return counts;
-  nlohmann::json h = record::histogram_to_json(s.histogram);
-  h["step"] = step_;
-  h["layer"] = layer;
-  h["tensor"] = tensor;
-  h["role"] = nn::to_string(role);
-  h["format"] = target.name;
-  histogram_lines_.push_back(std::move(h));
+  tensor_lines_.push_back(tensor_line(step_, layer, tensor, role, pass, target, format, s, scale));
+  if (histograms_) histogram_lines_.push_back(histogram_line(step_, layer, tensor, role, target, s.histogram));
   return counts;
 }
 

@@ -78,10 +78,10 @@ class StepRecorder final : public nn::StoreObserver {
   const RateCounts& activations() const { return activations_; }
   const BlockRates& blocks() const { return blocks_; }
 
-  // The step's per-tensor records (tensors.jsonl lines) and histograms
-  // (histograms.jsonl lines), moved out.
-  std::vector<nlohmann::json> take_tensor_lines() { return std::move(tensor_lines_); }
-  std::vector<nlohmann::json> take_histogram_lines() { return std::move(histogram_lines_); }
+  // The step's per-tensor records (tensors.jsonl lines) and histograms (histograms.jsonl lines), moved
+  // out as JSON text, one object each (what nlohmann's dump() writes for the same object).
+  std::vector<std::string> take_tensor_lines() { return std::move(tensor_lines_); }
+  std::vector<std::string> take_histogram_lines() { return std::move(histogram_lines_); }
   std::vector<nlohmann::json> take_block_lines() { return std::move(block_lines_); }
 
   // The formats measured against so far, with their thresholds (for the summary).
@@ -93,7 +93,8 @@ class StepRecorder final : public nn::StoreObserver {
   bool keep_ = false, histograms_ = false;
   RateCounts gradients_, activations_;
   BlockRates blocks_;
-  std::vector<nlohmann::json> tensor_lines_, histogram_lines_, block_lines_;
+  std::vector<std::string> tensor_lines_, histogram_lines_;
+  std::vector<nlohmann::json> block_lines_;
   nlohmann::json thresholds_ = nlohmann::json::object();
 };
 

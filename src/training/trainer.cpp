@@ -9,13 +9,14 @@
 #include "data/random.h"
 #include "data/sklearn_digits.h"
 #include "data/synthetic_digits.h"
+#include "emu/quantize.h"
+#include "emu/rounding_key.h"
+#include "io/npy.h"
 #include "nn/matrix_layers.h"
 #include "nn/models.h"
 #include "nn/policies.h"
 #include "nn/ref_backend.h"
-#include "emu/quantize.h"
-#include "emu/rounding_key.h"
-#include "io/npy.h"
+#include "record/json_number.h"
 #include "record/lost_updates.h"
 #include "record/run_log.h"
 #include "training/text_task.h"
@@ -24,8 +25,6 @@
 namespace mpverify::training {
 
 namespace {
-
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 // A counter set as summary.json keeps it: per site, what its roundings and additions did (emu/counters.h).
 nlohmann::json counters_json(const emu::CounterSet& set) {
@@ -401,7 +400,7 @@ nlohmann::json Evaluation::to_json() const {
   const bool has_accuracy = !diverged && test_size > 0;
   return {{"test_accuracy", has_accuracy ? nlohmann::json(static_cast<double>(correct) / static_cast<double>(test_size))
                                          : nlohmann::json(nullptr)},
-          {"test_loss", number_or_null(test_loss)},
+          {"test_loss", record::number_or_null(test_loss)},
           {"test_size", test_size},
           {"correct", correct},
           {"diverged", diverged},
@@ -727,7 +726,7 @@ void Trainer::classifier_step_on(nn::Tensor& x, std::span<const std::int32_t> la
   const UpdateResult r = update(m.model->parameters());
   // (the reference comparison reads the unscaled gradients, so it follows the update's unscale)
   if (m.reference) compare_with_reference(reference);
-  log["loss"] = number_or_null(loss);
+  log["loss"] = record::number_or_null(loss);
   log["accuracy"] = static_cast<double>(correct) / static_cast<double>(labels.size());
   log["scale"] = r.scaler.scale_used;
   log["skipped"] = r.scaler.skipped;
@@ -757,7 +756,7 @@ nlohmann::json Trainer::reference_step(const nn::Tensor& x, const data::Batch& b
   m.ref_backend.softmax_cross_entropy_backward(shape, rlogits.span(), batch.labels, rd.span(),
                                                nn::loss_policy(m.ref_precision), nullptr);
   m.reference->backward(rctx, rd, false);
-  nlohmann::json reference = {{"loss", rloss}, {"loss_difference", number_or_null(static_cast<double>(loss) - rloss)}};
+  nlohmann::json reference = {{"loss", rloss}, {"loss_difference", record::number_or_null(static_cast<double>(loss) - rloss)}};
   reference["layers"] = nlohmann::json::array();
   return reference;
 }
@@ -768,8 +767,8 @@ void Trainer::compare_with_reference(nlohmann::json& reference) {
   std::vector<nn::Parameter*> run = m.model->parameters(), ref = m.reference->parameters();
   for (std::size_t i = 0; i < run.size(); ++i)
     reference["layers"].push_back({{"parameter", run[i]->name},
-                                   {"cosine", number_or_null(cosine(ref[i]->grad, run[i]->grad))},
-                                   {"relative_error", number_or_null(relative_error(ref[i]->grad, run[i]->grad))}});
+                                   {"cosine", record::number_or_null(cosine(ref[i]->grad, run[i]->grad))},
+                                   {"relative_error", record::number_or_null(relative_error(ref[i]->grad, run[i]->grad))}});
 }
 
 // The discriminator's step, then the generator's through the updated discriminator.
@@ -793,9 +792,9 @@ void Trainer::dcgan_step(nlohmann::json& log) {
   float loss_g = std::nanf("");
   const double scale_g = m.scaler->scale();
   if (!rd.scaler.aborted) rg = generator_step(z, both, scale_g, loss_g);
-  log["loss"] = number_or_null(loss_d);
-  log["loss_d"] = number_or_null(loss_d);
-  log["loss_g"] = number_or_null(loss_g);
+  log["loss"] = record::number_or_null(loss_d);
+  log["loss_d"] = record::number_or_null(loss_d);
+  log["loss_g"] = record::number_or_null(loss_g);
   log["scale"] = rd.scaler.scale_used;
   log["scale_g"] = scale_g;
   log["skipped"] = rd.scaler.skipped || rg.scaler.skipped;
@@ -893,8 +892,8 @@ void Trainer::log_step_rates(nlohmann::json& log) {
     // Block-scaled recipes: every GEMM operand's quantization this step (blocks.jsonl has them one by one).
     log["block_saturation_rate"] = rate(b.saturated, b.elements);
     log["block_underflow_rate"] = rate(b.underflow_to_zero, b.nonzero);
-    log["block_sqnr_db"] = number_or_null(b.stats.sqnr_db());
-    log["block_sqnr_db_min"] = number_or_null(b.worst_sqnr_db);
+    log["block_sqnr_db"] = record::number_or_null(b.stats.sqnr_db());
+    log["block_sqnr_db_min"] = record::number_or_null(b.worst_sqnr_db);
   }
   log["lost_update_rate"] = rate(m.lost_master.lost, m.lost_master.updates);
   log["lost_update_rate_without_master"] = rate(m.lost_without_master.lost, m.lost_without_master.updates);
@@ -955,7 +954,7 @@ nlohmann::json Trainer::summary() const {
                              {"steps", step_},
                              {"skipped_steps", skipped_},
                              {"aborted", aborted_},
-                             {"final_loss", number_or_null(last_loss_)},
+                             {"final_loss", record::number_or_null(last_loss_)},
                              {"final_scale", impl_->scaler->scale()},
                              {"thresholds", recorder_.thresholds()},
                              {"counters", counters_json(impl_->counters)},
@@ -977,8 +976,8 @@ void run_training(const TrainConfig& config, const std::filesystem::path& out,
     nlohmann::json line = trainer.step();
     if (classifier && config.eval_every != 0 && (i + 1) % config.eval_every == 0)
       line["evaluation"] = trainer.evaluate().to_json();
-    for (const nlohmann::json& t : trainer.take_tensor_lines()) tensors.append(t);
-    for (const nlohmann::json& h : trainer.take_histogram_lines()) histograms.append(h);
+    for (const std::string& t : trainer.take_tensor_lines()) tensors.append_text(t);
+    for (const std::string& h : trainer.take_histogram_lines()) histograms.append_text(h);
     for (nlohmann::json& b : trainer.take_block_lines())
       if (blocks) blocks->append(b);
     steps.append(line);

@@ -167,8 +167,8 @@ class Trainer {
   std::size_t skipped_steps() const { return skipped_; }
 
   // The step's per-tensor records and histograms (empty unless recorded).
-  std::vector<nlohmann::json> take_tensor_lines() { return recorder_.take_tensor_lines(); }
-  std::vector<nlohmann::json> take_histogram_lines() { return recorder_.take_histogram_lines(); }
+  std::vector<std::string> take_tensor_lines() { return recorder_.take_tensor_lines(); }
+  std::vector<std::string> take_histogram_lines() { return recorder_.take_histogram_lines(); }
   std::vector<nlohmann::json> take_block_lines() { return recorder_.take_block_lines(); }
 
   // summary.json: the configuration, totals, thresholds, counters.

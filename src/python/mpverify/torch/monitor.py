@@ -59,9 +59,10 @@ class Monitor:
                         "backend": "torch", "study_format": study_format, "record_every": every,
                         "recipe": None, "batch_size": None, **(config or {})}
         self._recorder = _core.StepRecorder(study_format)
-        self._steps = JsonLines(os.path.join(self.out, "steps.jsonl"), 1)
-        self._tensors = JsonLines(os.path.join(self.out, "tensors.jsonl"), 10)
-        self._histograms = JsonLines(os.path.join(self.out, "histograms.jsonl"), 10)
+        # steps.jsonl: written at recorded steps, at a non-finite step, and at least once a second.
+        self._steps = JsonLines(os.path.join(self.out, "steps.jsonl"), seconds=1.0)
+        self._tensors = JsonLines(os.path.join(self.out, "tensors.jsonl"), every_steps=10)
+        self._histograms = JsonLines(os.path.join(self.out, "histograms.jsonl"), every_steps=10)
         self._provenance = Provenance()
         self._names = {m: n or "model" for n, m in model.named_modules()}
         self._params = {p: n for n, p in model.named_parameters() if p.requires_grad}
@@ -87,13 +88,16 @@ class Monitor:
             self._provenance.first = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
         self._check_param_grads()  # when neither the optimizer's step nor the scaler's update ran
         line = self._step_line(value)
-        for t in self._recorder.take_tensor_lines_text():
-            self._tensors.append_text(t)
-        for h in self._recorder.take_histogram_lines_text():
-            self._histograms.append_text(h)
-        self._steps.append(line)
-        for log in (self._tensors, self._histograms, self._steps):
-            log.end_step()
+        if self._recording:
+            for t in self._recorder.take_tensor_lines_text():
+                self._tensors.append_text(t)
+            for h in self._recorder.take_histogram_lines_text():
+                self._histograms.append_text(h)
+        first = line["nonfinite"]
+        self._steps.append(dict(line, nonfinite=dict(first) if first else None))  # ours: the caller gets line
+        self._tensors.end_step()
+        self._histograms.end_step()
+        self._steps.end_step(urgent=self._recording or first is not None)
         self._drop_batch_hook()
         self._report_nonfinite(line)
         self._last_loss = value
@@ -199,6 +203,8 @@ class Monitor:
         # A parameter of a checked leaf module has no hook: its gradient is checked once after backward
         # (_check_param_grads), placed where its hook would have fired. The others keep a hook.
         self._placed_params = [(p, n) for p, n in self._params.items() if _owner(n) in checked]
+        self._placed_tensors = [p for p, _ in self._placed_params]
+        self._param_tensors = list(self._params)
         hooked = [(p, n) for p, n in self._params.items() if _owner(n) not in checked]
         # Two groups, attached per step by _begin_step: the checks (the forward hooks of the modules that can
         # make a non-finite value, and the other parameters' gradient hooks; provenance="recorded_steps":
@@ -253,10 +259,11 @@ class Monitor:
             return  # found in forward: before every gradient
         limit = self._first_backward_index if first is not None else float("inf")
         best = None
-        for p, name in self._placed_params:
+        counts = _core._count_nonfinite_grads(self._placed_tensors)  # one call for every gradient
+        for (p, name), count in zip(self._placed_params, counts):
             # A parameter whose module backward never reached has a stale or no gradient: after everything.
             at = self._backward_index.get(_owner(name), float("inf"))
-            if (best is None or at < best[0]) and at < limit and has_nonfinite(p.grad):
+            if (best is None or at < best[0]) and at < limit and (count > 0 or count < 0 and has_nonfinite(p.grad)):
                 best = (at, p, name)
         if best is not None:
             self._provenance.first = None  # the parameter's gradient came before what the hooks found
@@ -267,8 +274,9 @@ class Monitor:
         """A step without module hooks: its first non-finite parameter gradient, in the model's order."""
         if self._hook_handles["checks"] or self._provenance.first is not None:
             return
-        for p, name in self._params.items():
-            if has_nonfinite(p.grad):
+        counts = _core._count_nonfinite_grads(self._param_tensors)
+        for (p, name), count in zip(self._params.items(), counts):
+            if count > 0 or count < 0 and has_nonfinite(p.grad):
                 layer, _, tensor = name.rpartition(".")
                 self._provenance.check(layer or "model", tensor + ".grad", "backward", p.grad)
                 return
@@ -319,10 +327,11 @@ class Monitor:
         return hook
 
     def _record(self, layer, tensor, role, pass_, t, scale=1.0):
-        """Measures t (nothing for a dtype without a format)."""
-        item = _record_item(layer, tensor, role, pass_, t, scale)
-        if item is not None:
-            self._recorder.record(*item)
+        """Measures t (nothing for a dtype without a format); a dense float32 CPU tensor is read in place."""
+        if self._recorder.record_torch(layer, tensor, role, pass_, t, scale) is None:
+            item = _record_item(layer, tensor, role, pass_, t, scale)
+            if item is not None:
+                self._recorder.record(*item)
 
     # --- optimizer and scaler ---------------------------------------------------------------------
 
@@ -366,16 +375,19 @@ class Monitor:
         self._check_param_grads()
         if not self._recording:
             return
-        items = []
+        items, grads = [], []
         for p, name in self._params.items():
             if p.grad is not None:
                 layer, _, tensor = name.rpartition(".")
-                item = _record_item(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad, self._scale)
+                item = _many_item(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad, self._scale)
                 if item is not None:
                     items.append(item)
+                    grads.append(p.grad)
         counts = self._recorder.record_many(items)
-        for (_, _, _, _, array, bits, fmt, _), (nonzero, to_zero) in zip(items, counts):
+        for g, (nonzero, to_zero) in zip(grads, counts):
             if self._scale != 1.0:
+                fmt = format_of(g.dtype)
+                array, bits = as_input(g)
                 s = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, 1.0)
                 nonzero, to_zero = s["nonzero_finite"], s["underflow_to_zero"]
             self._unscaled[0] += nonzero
@@ -385,7 +397,7 @@ class Monitor:
         before, items = {}, []
         for p, name in self._params.items():
             layer, _, tensor = name.rpartition(".")
-            item = _record_item(layer or "model", tensor, "weight", "optimizer", p, 1.0)
+            item = _many_item(layer or "model", tensor, "weight", "optimizer", p, 1.0)
             if item is not None:
                 items.append(item)
             before[p] = p.detach().clone()
@@ -398,8 +410,10 @@ class Monitor:
         for p, w in before.items():
             own = format_of(w.dtype)
             stored = own if own not in (None, "fp32") else self.study_format
-            (b, b_bits), (a, a_bits) = as_input(w), as_input(p)
-            counts = _core.lost_updates_of_step(b, b_bits, a, a_bits, stored)
+            counts = _core._lost_updates_of_step_torch(w, p, stored)  # float32 on the CPU: read in place
+            if counts is None:
+                (b, b_bits), (a, a_bits) = as_input(w), as_input(p)
+                counts = _core.lost_updates_of_step(b, b_bits, a, a_bits, stored)
             _add_counts(self._lost, "with_master", counts["with_master"])
             _add_counts(self._lost, "without_master", counts["without_master"])
 
@@ -423,6 +437,14 @@ def _record_item(layer, tensor, role, pass_, t, scale):
         return None
     array, bits = as_input(t)
     return layer, tensor, role, pass_, array, bits, fmt, scale
+
+
+def _many_item(layer, tensor, role, pass_, t, scale):
+    """record_many's item for t: the tensor itself where the core reads it in place (dense float32 on the
+    CPU), else record()'s arguments; None for a dtype without a format."""
+    if t.dtype is torch.float32 and t.is_cpu and t.is_contiguous():
+        return layer, tensor, role, pass_, t, scale
+    return _record_item(layer, tensor, role, pass_, t, scale)
 
 
 def _owner(param_name):
