@@ -7,19 +7,17 @@
 #include <utility>
 
 #include "ops/size_check.h"
+#include "refs/fp64_copies.h"
 
 namespace mpverify::refs {
+
+using detail::widen;
+using detail::narrow;
 
 namespace {
 
 void check_per_channel(const ops::ChannelShape& s, const char* op, std::initializer_list<std::pair<const char*, std::size_t>> spans) {
   for (const auto& [name, size] : spans) ops::check_size(op, name, size, static_cast<std::size_t>(s.c));
-}
-
-std::vector<double> widen(std::span<const float> v) { return {v.begin(), v.end()}; }
-
-void narrow(const std::vector<double>& from, std::span<float> to) {
-  for (std::size_t i = 0; i < to.size(); ++i) to[i] = static_cast<float>(from[i]);
 }
 
 }  // namespace

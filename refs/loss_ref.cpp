@@ -4,12 +4,11 @@
 #include <vector>
 
 #include "ops/fp64_math.h"
+#include "refs/fp64_copies.h"
 
 namespace mpverify::refs {
 
-namespace {
-std::vector<double> widen(std::span<const float> v) { return {v.begin(), v.end()}; }
-}  // namespace
+using detail::widen;
 
 // --- softmax with cross-entropy ----------------------------------------------
 

@@ -4,18 +4,12 @@
 #include <cmath>
 
 #include "ops/size_check.h"
+#include "refs/fp64_copies.h"
 
 namespace mpverify::refs {
 
-namespace {
-
-std::vector<double> widen(std::span<const float> v) { return {v.begin(), v.end()}; }
-
-void narrow(const std::vector<double>& from, std::span<float> to) {
-  for (std::size_t i = 0; i < to.size(); ++i) to[i] = static_cast<float>(from[i]);
-}
-
-}  // namespace
+using detail::widen;
+using detail::narrow;
 
 std::vector<double> softmax_fp64(const ops::SoftmaxShape& s, std::span<const double> x) {
   ops::check_softmax_shape(s, "softmax");

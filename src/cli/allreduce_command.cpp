@@ -233,7 +233,7 @@ int run_allreduce(const AllreduceOptions& o, const CLI::App& app) {
   return 0;
 }
 
-std::string footer() {
+std::string allreduce_footer() {
   return "Orders (docs/allreduce.md defines each exactly):\n"
          "  ring            chunk c (numpy.array_split) = x[c], then + x[c+1], ..., + x[c+N-1] (mod N), one rounding each\n"
          "  tree            pairwise in rank order, level by level: (0+1), (2+3), ...; an odd one out passes up\n"
@@ -287,7 +287,7 @@ void add_allreduce_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--out", o->out, "Output .npy: the reduced vector (float32, n)")->required();
   app->add_option("--errors", o->errors_out, "Also write each element's error against the exact sum (float64, n) here");
   app->add_flag("--json", o->json, "Print the counters and the error summary as JSON instead of a summary");
-  app->footer(footer());
+  app->footer(allreduce_footer());
   commands.push_back({app, [o, app] { return run_allreduce(*o, *app); }});
 }
 

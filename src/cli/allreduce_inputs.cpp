@@ -9,12 +9,6 @@ namespace mpverify::cli {
 
 namespace {
 
-std::string shape_text(const std::vector<std::size_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 void check_ranks(std::size_t ranks, const std::string& where) {
   if (ranks < 1 || ranks > collective::kMaxRanks)
     throw UsageError(where + ": " + std::to_string(ranks) + " ranks; give 1 to " + std::to_string(collective::kMaxRanks));

@@ -49,7 +49,8 @@ struct Features {
   std::optional<metrics::GaussianStats> stats;  // a statistics file's mu and sigma
 };
 
-std::string shape_text(const std::vector<std::size_t>& shape) {
+// A shape as Python writes a tuple: (2, 3), (5,).
+std::string tuple_shape_text(const std::vector<std::size_t>& shape) {
   std::string text = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   text += shape.size() == 1 ? ",)" : ")";
@@ -136,7 +137,7 @@ Features read_input(const std::string& path, const char* which, ExtractorSource&
     }
     return image_features(set, source, where);
   }
-  throw UsageError(where + ": shape " + shape_text(array.shape) +
+  throw UsageError(where + ": shape " + tuple_shape_text(array.shape) +
                    " is not N x D (features) nor N x 1 x H x W / N x H x W (images)");
 }
 

@@ -89,12 +89,6 @@ std::string block_text(const emu::BlockScheme& s) {
   return std::to_string(s.block_rows) + "x" + std::to_string(s.block_cols);
 }
 
-std::string shape_text(const std::vector<std::size_t>& shape) {
-  std::vector<std::string> dims;
-  for (const std::size_t d : shape) dims.push_back(std::to_string(d));
-  return "[" + join(dims, ", ") + "]";
-}
-
 // The --help footer's table of schemes, written from emu::block_schemes().
 std::string schemes_table() {
   std::string t = "Schemes (element format, block rows x columns along the axis, scale):\n";
@@ -260,7 +254,7 @@ int run_quantize(const QuantizeOptions& o, const CLI::App& app) {
   return 0;
 }
 
-std::string footer() {
+std::string quantize_footer() {
   return schemes_table() +
          "Scale rules (MX schemes; emax_elem is the exponent of the element format's largest normal):\n"
          "  floor   2^(floor(log2 amax) - emax_elem)      OCP MX v1.0; can clip the block's largest elements\n"
@@ -301,7 +295,7 @@ void add_quantize_command(CLI::App& root, std::vector<Command>& commands) {
                   "(nvfp4)")
       ->required();
   app->add_flag("--json", o->json, "Print the counters and SQNR as JSON instead of a summary");
-  app->footer(footer());
+  app->footer(quantize_footer());
   commands.push_back({app, [o, app] { return run_quantize(*o, *app); }});
 }
 

@@ -65,12 +65,6 @@ std::map<std::string, training::ScalerOptions> read_config(const std::string& pa
   return options;
 }
 
-std::string scale_text(double v) {
-  char text[64];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
-  return ec == std::errc() ? std::string(text, end) : std::string("?");
-}
-
 // Exit status when some strategy stopped the run; the full output is printed.
 constexpr int kExitAborted = 3;
 

@@ -15,12 +15,6 @@ namespace {
 
 using training::Replay;
 
-std::string scale_text(double v) {
-  char text[64];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
-  return ec == std::errc() ? std::string(text, end) : std::string("?");
-}
-
 std::string count_text(const std::optional<std::size_t>& n) { return n ? std::to_string(*n) : "-"; }
 
 // The first line of the text: where the found_inf-driven strategies' overflow came from.
@@ -66,6 +60,12 @@ std::string table(const ReplayResults& results) {
 }
 
 }  // namespace
+
+std::string scale_text(double v) {
+  char text[64];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+  return ec == std::errc() ? std::string(text, end) : std::string("?");
+}
 
 std::string replay_text(const ReplayResults& results) {
   std::string out = mode_line(results.mode) + table(results);

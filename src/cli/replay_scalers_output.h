@@ -23,6 +23,9 @@ struct ReplayResults {
   std::vector<ReplayLane> lanes;        // strategy-major, each strategy's optimizers in order
 };
 
+// A scale in its shortest round-trip decimal form ("65536", "0.5"); "?" if it cannot be written.
+std::string scale_text(double v);
+
 std::string replay_text(const ReplayResults& results);
 std::string replay_json(const ReplayResults& results);
 // log2 scale per step, one polyline per lane, the skipped steps marked.

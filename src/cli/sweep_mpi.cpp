@@ -45,7 +45,7 @@ using Clock = std::chrono::steady_clock;
 //   rank -> 0, kAlive:  {run, 0, 0} every second while the run trains
 //   0 -> rank, kAssign: {run, attempt, 0}, or {-1, 0, ended_without_finalize}: stop
 constexpr int kReport = 1, kAssign = 2, kReason = 3, kAlive = 4;
-enum Outcome : long long { none = 0, finished = 1, killed = 2, failed = 3 };
+enum RunOutcome : long long { none = 0, finished = 1, killed = 2, failed = 3 };
 constexpr auto kHeartbeat = std::chrono::seconds(1);
 
 void send3(long long a, long long b, long long c, int to, int tag) {
@@ -97,12 +97,12 @@ class Coordinator {
     Rank& r = ranks_[static_cast<std::size_t>(from)];
     r.heard = Clock::now();
     if (tag != kReport) return;  // a heartbeat
-    if (m[0] >= 0) ended(from, m[0], m[1], static_cast<Outcome>(m[2]));
+    if (m[0] >= 0) ended(from, m[0], m[1], static_cast<RunOutcome>(m[2]));
     r.busy = false;
     r.idle = true;
   }
 
-  void ended(int from, long long run, long long attempt, Outcome outcome) {
+  void ended(int from, long long run, long long attempt, RunOutcome outcome) {
     const std::string name = plan_.runs[static_cast<std::size_t>(run)].dir.string();
     const double seconds = std::chrono::duration<double>(Clock::now() - ranks_[static_cast<std::size_t>(from)].started).count();
     if (outcome == finished) {

@@ -114,4 +114,10 @@ TensorArgument read_tensor_argument(const std::string& text) {
   return t;
 }
 
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 }  // namespace mpverify::cli

@@ -20,6 +20,9 @@ struct TensorArgument {
 // How messages name it: FILE.npy, or FILE:NAME.
 std::string tensor_label(const TensorArgument& t);
 
+// A shape as the messages write it: [2, 3].
+std::string shape_text(const std::vector<std::size_t>& shape);
+
 // Reads the tensor `text` names. UsageError naming the file and what is wrong
 // (no such file, an unreadable file, no tensor of that name with the names
 // present, a tensor that is not floating point, a 0-d tensor) and how to fix it.

@@ -21,11 +21,6 @@ namespace {
 
 constexpr std::uint32_t kCanonicalNan = 0x7FFFFFFFu;
 
-const formats::Format& fp32() {
-  static const formats::Format f = formats::parse_format("fp32");
-  return f;
-}
-
 std::span<const std::uint32_t> codes(const ScaledOperand& x, std::size_t row, std::size_t p, std::size_t len) {
   return std::span<const std::uint32_t>(x.codes).subspan(row * x.k + p, len);
 }
@@ -120,21 +115,21 @@ namespace detail {
 std::uint32_t block_scaled_epilogue(float alpha, std::uint32_t d) {
   if (alpha == 1.0f) return d;
   formats::Flags flags;
-  const std::uint32_t r = formats::mul(fp32(), std::bit_cast<std::uint32_t>(alpha), d, {}, flags);
-  return formats::is_nan(fp32(), r) ? kCanonicalNan : r;
+  const std::uint32_t r = formats::mul(formats::fp32(), std::bit_cast<std::uint32_t>(alpha), d, {}, flags);
+  return formats::is_nan(formats::fp32(), r) ? kCanonicalNan : r;
 }
 
 // DeepGEMM's promotion of one block's chain: s = fl32(scale_a * scale_b), then final = fma(s, partial, final).
 std::uint32_t deepgemm_promote(std::uint32_t final_accum, std::uint32_t partial, float scale_a, float scale_b,
                                BlockScaledGemmCounters& n) {
   formats::Flags flags;
-  const std::uint32_t s = formats::mul(fp32(), std::bit_cast<std::uint32_t>(scale_a),
+  const std::uint32_t s = formats::mul(formats::fp32(), std::bit_cast<std::uint32_t>(scale_a),
                                        std::bit_cast<std::uint32_t>(scale_b), {}, flags);
   formats::Flags fma_flags;
-  const std::uint32_t r = formats::fma(fp32(), s, partial, final_accum, {}, fma_flags);
+  const std::uint32_t r = formats::fma(formats::fp32(), s, partial, final_accum, {}, fma_flags);
   ++n.promotions;
   n.promotions_inexact += fma_flags.has(formats::Flags::inexact);
-  return formats::is_nan(fp32(), r) ? kCanonicalNan : r;
+  return formats::is_nan(formats::fp32(), r) ? kCanonicalNan : r;
 }
 
 BlockScaledScalar::BlockScaledScalar(const ScaledOperand& a, const ScaledOperand& b, float alpha,

@@ -46,11 +46,6 @@ double sum_error(double k, double total, const formats::Format& f) {
 // |log(S (1 + theta)) - log S| for |theta| <= rho.
 double log_error(double rho) { return rho < 1 ? -std::log1p(-rho) : INFINITY; }
 
-const formats::Format& fp32() {
-  static const formats::Format f = formats::parse_format("fp32");
-  return f;
-}
-
 }  // namespace
 
 const std::vector<double>& LossErrorBounds::side(std::string_view name) const {
@@ -111,7 +106,7 @@ LossErrorBounds softmax_cross_entropy_bounds(const ops::SoftmaxCrossEntropyShape
   for (double v : z) max_abs = std::max(max_abs, std::fabs(v) + rounding_error(policy.input, v));
   const double dmax = 2 * max_abs;
   const double rho_exp = dm * kU32 * 0.3679 * std::exp(kU32 * dmax) * (1 + kExpf) + kExpf + dm * kExpfFloor;
-  const double rho_gpu = (1 + rho_exp) * (1 + gamma_or_infinity(dm, kU32)) - 1 + sum_error(dm, 0.0, fp32());
+  const double rho_gpu = (1 + rho_exp) * (1 + gamma_or_infinity(dm, kU32)) - 1 + sum_error(dm, 0.0, formats::fp32());
 
   LossErrorBounds r;
   double sum_input = 0, sum_emu_rows = 0, sum_gpu_rows = 0, max_c = 0;
@@ -174,7 +169,7 @@ LossErrorBounds softmax_cross_entropy_bounds(const ops::SoftmaxCrossEntropyShape
   // row value >= 0 (S^ >= 1 and max >= z[label]).
   const double rows = db * (loss + input);
   const double emu_sum = sum_emu_rows + sum_error(db, rows + sum_emu_rows, acc);
-  const double gpu_sum = sum_gpu_rows + sum_error(db, rows + sum_gpu_rows, fp32());
+  const double gpu_sum = sum_gpu_rows + sum_error(db, rows + sum_gpu_rows, formats::fp32());
   r.exact = {loss};
   r.input = {input};
   // Reference: m + b FP64 steps per result; one rounding to float.
@@ -225,7 +220,7 @@ LossErrorBounds mse_bounds(std::span<const float> y, std::span<const float> t, c
   // GPU: fl(fl(y - t)^2) errs by 3.0001 u32 relative (+ eta per step), then
   // the fp32 tree sum (a fused multiply-add only removes roundings).
   const double gpu_terms = 3.0001 * kU32 * squares + n * (3 + 2 * max_d) * kEta32;
-  const double gpu_sum = gpu_terms + sum_error(n, squares + gpu_terms, fp32());
+  const double gpu_sum = gpu_terms + sum_error(n, squares + gpu_terms, formats::fp32());
   r.exact = {loss};
   r.input = {input};
   r.ref = {kFp64 * (n + 1) * loss + kU32 * loss + kEta32};
@@ -286,7 +281,7 @@ LossErrorBounds bce_with_logits_bounds(std::span<const float> x, std::span<const
       ops::bce_with_logits_fp64(std::vector<double>(x.begin(), x.end()), std::vector<double>(t.begin(), t.end()));
   const double input = sum_input / n;
   const double emu_sum = emu_terms + sum_error(n, sum_terms_r + emu_terms, policy.accumulate);
-  const double gpu_sum = gpu_terms + sum_error(n, sum_terms_r + gpu_terms, fp32());
+  const double gpu_sum = gpu_terms + sum_error(n, sum_terms_r + gpu_terms, formats::fp32());
   r.exact = {loss};
   r.input = {input};
   r.ref = {kFp64 * (sum_abs_x / n + n * loss) + kU32 * loss + kEta32};

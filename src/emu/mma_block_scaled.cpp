@@ -20,16 +20,11 @@ namespace {
 
 using detail::MmaTerm;
 
-const formats::Format& fp32() {
-  static const formats::Format f = formats::parse_format("fp32");
-  return f;
-}
-
 bool is_e8m0(const formats::Format& f) { return f.name == "e8m0"; }
 bool is_ue4m3(const formats::Format& f) { return f.name == "ue4m3"; }
 
 MmaModel block_model(std::string name, const formats::Format& a, const formats::Format& b, int k, int F) {
-  MmaModel m{std::move(name), a, b, fp32(), k, F, false, false, MmaOutput::fp32_toward_zero};
+  MmaModel m{std::move(name), a, b, formats::fp32(), k, F, false, false, MmaOutput::fp32_toward_zero};
   validate(m);
   return m;
 }
@@ -86,7 +81,7 @@ const std::array<int, 16>& fp4_doubled() {
 std::uint32_t mxf4nvf4(const BlockScaledInstruction& in, std::span<const std::uint32_t> a,
                        std::span<const std::uint32_t> b, std::span<const float> scale_a,
                        std::span<const float> scale_b, std::uint32_t c, MmaCounts& counts) {
-  const MmaTerm tc = detail::mma_term(fp32(), c);
+  const MmaTerm tc = detail::mma_term(formats::fp32(), c);
   bool nan = tc.nan;
   std::array<ScaleTerm, 4> sa{}, sb{};
   for (std::size_t i = 0; i < scale_a.size(); ++i) {

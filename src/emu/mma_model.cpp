@@ -20,11 +20,6 @@ namespace mpverify::emu {
 
 namespace {
 
-const formats::Format& fp32() {
-  static const formats::Format f = formats::parse_format("fp32");
-  return f;
-}
-
 const formats::Format& e8m13() {
   static const formats::Format f = formats::custom_format(8, 13);
   return f;
@@ -147,11 +142,11 @@ std::uint32_t round_output(const MmaModel& m, std::int64_t sum, int exponent, Mm
   const formats::RoundingContext toward_zero{formats::Rounding::toward_zero};
   switch (m.output) {
     case MmaOutput::fp32_toward_zero:
-      bits = formats::from_double(fp32(), value, toward_zero, flags);
+      bits = formats::from_double(formats::fp32(), value, toward_zero, flags);
       break;
     case MmaOutput::e8m13_toward_zero: {
       formats::Flags exact;
-      bits = formats::convert(e8m13(), formats::from_double(e8m13(), value, toward_zero, flags), fp32(), {}, exact);
+      bits = formats::convert(e8m13(), formats::from_double(e8m13(), value, toward_zero, flags), formats::fp32(), {}, exact);
       break;
     }
     case MmaOutput::fp16_nearest_even:
@@ -206,7 +201,7 @@ std::uint32_t fused_dot_add(const MmaModel& m, const Decoders& d, std::span<cons
 std::uint32_t fp8_through_fp16(const MmaModel& m, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                                std::uint32_t c, MmaCounts& counts) {
   static const formats::Format fp16 = formats::parse_format("fp16");
-  const MmaModel hmma{m.name, fp16, fp16, fp32(), 16, m.fraction_bits, false, false, MmaOutput::fp32_toward_zero};
+  const MmaModel hmma{m.name, fp16, fp16, formats::fp32(), 16, m.fraction_bits, false, false, MmaOutput::fp32_toward_zero};
   static const Decoders fp16_decoders(hmma);  // tables of fp16 (and none for fp32): the same for every F
   std::array<std::uint32_t, 16> a16[2], b16[2];  // validate(): k = 32, so 16 per group
   std::size_t size[2] = {0, 0};
@@ -220,11 +215,11 @@ std::uint32_t fp8_through_fp16(const MmaModel& m, std::span<const std::uint32_t>
   const std::uint32_t first = fused_dot_add(hmma, fp16_decoders, half(0, a16[0]), half(0, b16[0]), 0, counts);
   const std::uint32_t partial = fused_dot_add(hmma, fp16_decoders, half(1, a16[1]), half(1, b16[1]), first, counts);
   formats::Flags flags;
-  const std::uint32_t d = formats::add(fp32(), c, partial, {}, flags);  // FADD: to nearest-even
+  const std::uint32_t d = formats::add(formats::fp32(), c, partial, {}, flags);  // FADD: to nearest-even
   ++counts.roundings;
   if (flags.has(formats::Flags::inexact)) ++counts.roundings_inexact;
   if (flags.has(formats::Flags::overflow)) ++counts.overflows;
-  if (formats::is_nan(fp32(), d)) {
+  if (formats::is_nan(formats::fp32(), d)) {
     ++counts.nans;
     return 0x7FFFFFFFu;  // the GPU's canonical NaN
   }
@@ -313,8 +308,8 @@ std::uint32_t mma_dot(const MmaModel& m, std::span<const std::uint32_t> a, std::
   for (std::size_t i = 0; i < a.size(); i += k) {
     partial = instruction(m, decoders, a.subspan(i, k), b.subspan(i, k), partial, n);
     if ((i + k) % static_cast<std::size_t>(promotion_interval) == 0 || i + k == a.size()) {
-      accumulator = formats::add(fp32(), accumulator, partial, {}, flags);  // the CUDA cores' fp32 add,
-      if (formats::is_nan(fp32(), accumulator)) accumulator = 0x7FFFFFFFu;  // whose NaN is the canonical one
+      accumulator = formats::add(formats::fp32(), accumulator, partial, {}, flags);  // the CUDA cores' fp32 add,
+      if (formats::is_nan(formats::fp32(), accumulator)) accumulator = 0x7FFFFFFFu;  // whose NaN is the canonical one
       partial = 0;
     }
   }

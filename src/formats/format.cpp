@@ -161,6 +161,11 @@ const std::vector<Format>& all_presets() {
   return all;
 }
 
+const Format& fp32() {
+  static const Format f = parse_format("fp32");
+  return f;
+}
+
 namespace {
 
 // What parse_format accepts, for its error messages.

@@ -123,6 +123,9 @@ const std::vector<Format>& scale_presets();
 // presets() then scale_presets(): every name parse_format knows but fp32.
 const std::vector<Format>& all_presets();
 
+// IEEE binary32 ("fp32"), parsed once: the emulator's paths ask for it on every call.
+const Format& fp32();
+
 // Parses a preset name or a custom `eXmY` (IEEE encoding, bias 2^(X-1)-1),
 // optionally followed by modifiers: `:saturate`, `:nan`, `:ieee` (overflow
 // policy), `:ftz` (no subnormals). Throws FormatError with a message that lists
