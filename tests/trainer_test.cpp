@@ -386,9 +386,23 @@ nlohmann::json expected_tensor_line(std::size_t step, const std::string& layer, 
 nlohmann::json expected_histogram_line(std::size_t step, const std::string& layer, const std::string& tensor,
                                        const std::string& role, const std::string& target,
                                        const mpverify::emu::ExponentHistogram& h) {
-  nlohmann::json j = mpverify::record::histogram_to_json(h);
-  j.update({{"step", step}, {"layer", layer}, {"tensor", tensor}, {"role", role}, {"format", target}});
-  return j;
+  // The bins from the first non-zero one to the last, written here rather than through the recorder's own
+  // occupied_bins: an exponent is index + min_exponent.
+  nlohmann::json counts = nlohmann::json::array(), first_exponent = nullptr;
+  std::vector<std::uint64_t> pending_zeros;
+  for (std::size_t i = 0; i < h.bins.size(); ++i) {
+    if (h.bins[i] == 0) {
+      if (!first_exponent.is_null()) pending_zeros.push_back(0);
+      continue;
+    }
+    if (first_exponent.is_null()) first_exponent = static_cast<int>(i) + mpverify::emu::ExponentHistogram::min_exponent;
+    for (const std::uint64_t z : pending_zeros) counts.push_back(z);
+    pending_zeros.clear();
+    counts.push_back(h.bins[i]);
+  }
+  return {{"zeros", h.zeros}, {"nans", h.nans}, {"infinities", h.infinities}, {"below_range", h.below_range},
+          {"above_range", h.above_range}, {"first_exponent", first_exponent}, {"counts", counts},
+          {"step", step}, {"layer", layer}, {"tensor", tensor}, {"role", role}, {"format", target}};
 }
 
 TEST(StepRecorderLines, AreNlohmannsDumpOfTheSameObject) {

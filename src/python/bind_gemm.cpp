@@ -28,11 +28,6 @@ namespace mpverify::python {
 
 namespace {
 
-const formats::Format& fp32() {
-  static const formats::Format f = formats::parse_format("fp32");
-  return f;
-}
-
 // The GEMM's shape from op(A) = A (m x k) or A^T (A stored k x m) and op(B) = B (k x n) or B^T (n x k).
 ops::GemmShape gemm_shape(const FloatInput& a, const FloatInput& b, bool transpose_a, bool transpose_b) {
   if (a.shape().size() != 2 || b.shape().size() != 2)
@@ -67,7 +62,7 @@ emu::GemmPolicy gemm_policy(const std::string& format_a, const std::string& form
     const bool preset = accumulation.find('.') != std::string::npos;
     p.accumulation = emu::Accumulation::mma;
     p.mma = preset ? emu::mma_preset(accumulation)
-                   : emu::mma_for_architecture(accumulation, p.input, p.b_format(), fp32());
+                   : emu::mma_for_architecture(accumulation, p.input, p.b_format(), formats::fp32());
     p.promotion_interval = promotion;
   }
   if (promotion != 0 && p.accumulation != emu::Accumulation::mma)

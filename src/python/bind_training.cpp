@@ -120,10 +120,9 @@ Counts record_one(training::StepRecorder& r, const std::string& layer, const std
 std::optional<Counts> record_torch(training::StepRecorder& r, const std::string& layer, const std::string& tensor,
                                    const std::string& role, const std::string& pass, const py::handle& t,
                                    double scale) {
-  static const formats::Format fp32 = formats::parse_format("fp32");
   const auto values = torch_float32_values(t);
   if (!values) return std::nullopt;
-  return record_values(r, layer, tensor, role, pass, *values, fp32, scale);
+  return record_values(r, layer, tensor, role, pass, *values, formats::fp32(), scale);
 }
 
 // record_many's item: record()'s 8 arguments, or (layer, tensor, role, pass, a dense float32 CPU torch

@@ -80,18 +80,25 @@ double positive_member(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-nlohmann::json histogram_to_json(const Histogram& h) {
+OccupiedBins occupied_bins(const Histogram& h) {
   std::size_t first = h.bins.size(), last = 0;
   for (std::size_t i = 0; i < h.bins.size(); ++i) {
     if (h.bins[i] == 0) continue;
     if (first == h.bins.size()) first = i;
     last = i;
   }
+  if (first == h.bins.size()) return {};
+  return {std::span<const std::uint64_t>(h.bins.data() + first, last - first + 1),
+          static_cast<int>(first) + Histogram::min_exponent};
+}
+
+nlohmann::json histogram_to_json(const Histogram& h) {
+  const OccupiedBins bins = occupied_bins(h);
   nlohmann::json counts = nlohmann::json::array();
   nlohmann::json first_exponent = nullptr;
-  if (first < h.bins.size()) {
-    first_exponent = static_cast<int>(first) + Histogram::min_exponent;
-    for (std::size_t i = first; i <= last; ++i) counts.push_back(h.bins[i]);
+  if (!bins.counts.empty()) {
+    first_exponent = bins.first_exponent;
+    for (const std::uint64_t n : bins.counts) counts.push_back(n);
   }
   return {{"zeros", h.zeros},
           {"nans", h.nans},

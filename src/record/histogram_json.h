@@ -21,11 +21,22 @@
 // input throws std::invalid_argument saying which key is wrong and why.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include <nlohmann/json.hpp>
 
 #include "emu/exponent_histogram.h"
 
 namespace mpverify::record {
+
+// The bins from the first to the last non-zero one, and the exponent of the first (counts empty, exponent 0
+// when every bin is zero): what histograms.jsonl's "counts" and "first_exponent" hold.
+struct OccupiedBins {
+  std::span<const std::uint64_t> counts;
+  int first_exponent = 0;
+};
+OccupiedBins occupied_bins(const emu::ExponentHistogram& h);
 
 nlohmann::json histogram_to_json(const emu::ExponentHistogram& histogram);
 // Accepts zero counts at either end of "counts" (a non-canonical but

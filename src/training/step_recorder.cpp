@@ -49,20 +49,13 @@ std::string tensor_line(std::size_t step, std::string_view layer, std::string_vi
 // histograms.jsonl's line: record::histogram_to_json's fields and the tensor's, keys in sorted order.
 std::string histogram_line(std::size_t step, std::string_view layer, std::string_view tensor, nn::Role role,
                            const formats::Format& target, const emu::ExponentHistogram& h) {
-  std::size_t first = h.bins.size(), last = 0;
-  for (std::size_t i = 0; i < h.bins.size(); ++i) {
-    if (h.bins[i] == 0) continue;
-    if (first == h.bins.size()) first = i;
-    last = i;
-  }
+  const record::OccupiedBins bins = record::occupied_bins(h);
   record::JsonLine line;
-  line.add("above_range", std::uint64_t{h.above_range}).add("below_range", std::uint64_t{h.below_range});
-  if (first < h.bins.size()) {
-    line.add("counts", std::span<const std::uint64_t>(h.bins.data() + first, last - first + 1))
-        .add("first_exponent", static_cast<int>(first) + emu::ExponentHistogram::min_exponent);
-  } else {
-    line.add("counts", std::span<const std::uint64_t>()).add_null("first_exponent");
-  }
+  line.add("above_range", std::uint64_t{h.above_range})
+      .add("below_range", std::uint64_t{h.below_range})
+      .add("counts", bins.counts);
+  if (bins.counts.empty()) line.add_null("first_exponent");
+  else line.add("first_exponent", bins.first_exponent);
   return line.add("format", target.name)
       .add("infinities", std::uint64_t{h.infinities})
       .add("layer", layer)

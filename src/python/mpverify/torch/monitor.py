@@ -27,7 +27,7 @@ import torch
 from .. import _core
 from .._tensors import as_input
 from ._formats import format_of
-from .provenance import Provenance, has_nonfinite, passes_finite
+from .provenance import Provenance, has_nonfinite, passes_finite, torch_count_nonfinite
 from .run_files import JsonLines
 
 
@@ -263,7 +263,9 @@ class Monitor:
         for (p, name), count in zip(self._placed_params, counts):
             # A parameter whose module backward never reached has a stale or no gradient: after everything.
             at = self._backward_index.get(_owner(name), float("inf"))
-            if (best is None or at < best[0]) and at < limit and (count > 0 or count < 0 and has_nonfinite(p.grad)):
+            if count < 0:  # not read in place by the C++ count
+                count = torch_count_nonfinite(p.grad)
+            if (best is None or at < best[0]) and at < limit and count > 0:
                 best = (at, p, name)
         if best is not None:
             self._provenance.first = None  # the parameter's gradient came before what the hooks found
@@ -276,7 +278,7 @@ class Monitor:
             return
         counts = _core._count_nonfinite_grads(self._param_tensors)
         for (p, name), count in zip(self._params.items(), counts):
-            if count > 0 or count < 0 and has_nonfinite(p.grad):
+            if count > 0 or count < 0 and torch_count_nonfinite(p.grad) > 0:
                 layer, _, tensor = name.rpartition(".")
                 self._provenance.check(layer or "model", tensor + ".grad", "backward", p.grad)
                 return

@@ -21,17 +21,19 @@ def count_nonfinite(t):
     if t is None:
         return 0
     n = _core._count_nonfinite_torch(t)
-    if n >= 0:
-        return n
+    return n if n >= 0 else torch_count_nonfinite(t)
+
+
+def torch_count_nonfinite(t):
+    """count_nonfinite with torch, for the tensors the C++ count does not read (-1 from it)."""
     if not t.is_floating_point():
         return 0
     return int((~torch.isfinite(t)).sum())
 
 
 def has_nonfinite(t):
-    """True when t holds inf or NaN (the C++ count first: the hooks ask this on every step)."""
-    n = _core._count_nonfinite_torch(t) if t is not None else 0
-    return n > 0 if n >= 0 else count_nonfinite(t) > 0
+    """True when t holds inf or NaN."""
+    return count_nonfinite(t) > 0
 
 
 # Forward: max, 0 or the input itself; backward: the output gradient routed, masked or reshaped, never
@@ -64,8 +66,6 @@ class Provenance:
 
     def check(self, layer, tensor, pass_, t):
         if self.first is None:
-            count = _core._count_nonfinite_torch(t) if t is not None else 0  # the C++ count first, as has_nonfinite
-            if count < 0:
-                count = count_nonfinite(t)
+            count = count_nonfinite(t)
             if count:
                 self.first = {"layer": layer, "tensor": tensor, "pass": pass_, "count": count}
