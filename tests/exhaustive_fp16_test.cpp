@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "emu/cpu_features.h"
 #include "emu/quantize.h"
 #include "formats/arithmetic.h"
 #include "formats/encoding.h"
@@ -48,7 +49,7 @@ X86Rounding to_x86(Rounding r) {
 
 bool cpu_ok() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return emu::cpu_has_f16c() && __builtin_cpu_supports("avx");  // CPUID for f16c: clang 16 rejects the name
 }
 
 // Every float -> fp16 in round-to-nearest-even: the scalar emulator (bits and

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/cpu_features.h"
 #include "formats/format.h"
 #include "formats/rounding.h"
 #include "oracle/exact_oracle.h"
@@ -617,7 +618,7 @@ __attribute__((target("f16c"))) std::uint16_t f16c_convert(float x) {
 
 __attribute__((target("f16c"))) float f16c_widen(std::uint16_t h) { return _cvtsh_ss(h); }
 
-bool cpu_has_f16c() { return __builtin_cpu_supports("f16c"); }
+using mpverify::emu::cpu_has_f16c;  // CPUID: clang 16 rejects __builtin_cpu_supports("f16c")
 
 // fp32 -> fp16 (RNE) for about 4.3 million float bit patterns spread over the
 // whole encoding space, NaNs included (F16C keeps the top payload bits).
