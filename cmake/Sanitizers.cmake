@@ -21,7 +21,10 @@ if(MPVERIFY_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     "configure a fresh build directory with -DCMAKE_CXX_COMPILER=clang++-16.")
 endif()
 
+# MPVERIFY_SANITIZED: either option is on (tests/CMakeLists.txt leaves some suites out of such a build).
+set(MPVERIFY_SANITIZED OFF)
 if(MPVERIFY_SANITIZE OR MPVERIFY_FUZZ)
+  set(MPVERIFY_SANITIZED ON)
   foreach(option MPVERIFY_CUDA MPVERIFY_PYTHON)
     if(${option})
       message(STATUS "mpverify: ${option} off in a sanitizer build")
