@@ -6,23 +6,6 @@
 
 namespace mpverify::formats {
 
-int Format::emax() const {
-  const int top = static_cast<int>(exponent_field_max()) - bias;  // the all-ones exponent field
-  switch (encoding) {
-    case Encoding::ieee: return top - 1;  // all-ones is inf/NaN
-    // fn's NaN is the all-ones pattern; with no fraction bits (e8m0) that is the whole top binade.
-    case Encoding::fn: return mantissa_bits == 0 ? top - 1 : top;
-    case Encoding::fnuz:
-    case Encoding::finite: return top;
-  }
-  return 0;
-}
-
-std::uint32_t Format::max_fraction_in_top_binade() const {
-  // fn reserves S.1111.111 for NaN, so its top binade stops one short.
-  return encoding == Encoding::fn && mantissa_bits > 0 ? mantissa_mask() - 1 : mantissa_mask();
-}
-
 double Format::max_finite() const {
   return std::ldexp(1.0 + std::ldexp(static_cast<double>(max_fraction_in_top_binade()), -mantissa_bits), emax());
 }
@@ -35,11 +18,6 @@ double Format::unit_roundoff() const { return std::ldexp(1.0, -precision()); }
 double Format::lost_update_ratio_needed() const { return std::ldexp(1.0, precision()); }
 double Format::lost_update_ratio_sufficient() const { return std::ldexp(1.0, precision() + 1); }
 
-std::uint32_t Format::positive_infinity_bits() const { return exponent_field_max() << mantissa_bits; }
-std::uint32_t Format::max_finite_bits() const {
-  const std::uint32_t exponent_field = static_cast<std::uint32_t>(emax() + bias);
-  return (exponent_field << mantissa_bits) | max_fraction_in_top_binade();
-}
 std::uint32_t Format::default_nan_bits() const {
   switch (encoding) {
     // x86's default NaN is negative and quiet (float 0xffc00000, fp16 0xfe00).

@@ -70,10 +70,25 @@ struct Format {
 
   // --- exponent range (unbiased) --------------------------------------------
   int emin() const { return (has_zero ? 1 : 0) - bias; }  // exponent of the smallest normal
-  int emax() const;                      // exponent of the largest finite binade
+  // Exponent of the largest finite binade. Defined here, like the other
+  // accessors the arithmetic calls on every operation: out of line, the calls
+  // cost more than the arithmetic of an fp16 add.
+  int emax() const {
+    const int top = static_cast<int>(exponent_field_max()) - bias;  // the all-ones exponent field
+    switch (encoding) {
+      case Encoding::ieee: return top - 1;  // all-ones is inf/NaN
+      // fn's NaN is the all-ones pattern; with no fraction bits (e8m0) that is the whole top binade.
+      case Encoding::fn: return mantissa_bits == 0 ? top - 1 : top;
+      case Encoding::fnuz:
+      case Encoding::finite: return top;
+    }
+    return 0;
+  }
   // Largest fraction field in the top binade (fn reserves all-ones for NaN;
   // with no fraction bits that is the whole binade, and emax is one lower).
-  std::uint32_t max_fraction_in_top_binade() const;
+  std::uint32_t max_fraction_in_top_binade() const {
+    return encoding == Encoding::fn && mantissa_bits > 0 ? mantissa_mask() - 1 : mantissa_mask();
+  }
 
   // --- derived constants (exact powers of two or sums of them) --------------
   double max_finite() const;
@@ -89,8 +104,11 @@ struct Format {
   double lost_update_ratio_sufficient() const;  // 2^(p+1)
 
   // Encodings of special values.
-  std::uint32_t positive_infinity_bits() const;  // only with has_infinity()
-  std::uint32_t max_finite_bits() const;
+  // Only with has_infinity().
+  std::uint32_t positive_infinity_bits() const { return exponent_field_max() << mantissa_bits; }
+  std::uint32_t max_finite_bits() const {
+    return (static_cast<std::uint32_t>(emax() + bias) << mantissa_bits) | max_fraction_in_top_binade();
+  }
   // What an invalid operation returns: the format's default NaN, or for a
   // `finite` format (no NaN) its substitute, +max_finite (with `invalid` raised).
   std::uint32_t default_nan_bits() const;

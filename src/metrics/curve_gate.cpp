@@ -11,9 +11,9 @@ namespace mpverify::metrics {
 namespace {
 
 using nlohmann::json;
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kInfiniteDeviation = std::numeric_limits<double>::infinity();
 
-std::string number_text(double v) {
+std::string gate_number_text(double v) {
   char text[64];
   std::snprintf(text, sizeof text, "%.4g", v);
   return text;
@@ -112,7 +112,7 @@ std::string compare_pair(const CurveRun& golden, const CurveRun& run, GoldenChec
       return "candidate run '" + run.run + "' has no value at step " + std::to_string(step) + " (the golden curve has)";
     if (!at->second) return "candidate run '" + run.run + "' is non-finite at step " + std::to_string(step);
     const double c = *at->second;
-    const double deviation = *g != 0 ? std::fabs(c - *g) / std::fabs(*g) : (c == 0 ? 0.0 : kInfinity);
+    const double deviation = *g != 0 ? std::fabs(c - *g) / std::fabs(*g) : (c == 0 ? 0.0 : kInfiniteDeviation);
     ++check.steps_compared;
     if (deviation > check.rtol) ++check.steps_outside;
     if (!check.worst_step || deviation > check.max_relative_deviation) {
@@ -207,10 +207,10 @@ GateResult golden_values_gate(const CurveSide& b, const CurveSide& c, const Gate
     return g;
   }
   g.verdict = check.max_relative_deviation <= options.rtol ? Verdict::equivalent : Verdict::not_equivalent;
-  g.reason = "the largest relative deviation from the golden curve, " + number_text(check.max_relative_deviation) +
+  g.reason = "the largest relative deviation from the golden curve, " + gate_number_text(check.max_relative_deviation) +
              " at step " + std::to_string(*check.worst_step) + ", is " +
              (g.verdict == Verdict::equivalent ? "within" : "beyond") + " the tolerance " +
-             number_text(options.rtol) + " (" + std::to_string(check.steps_outside) + " of " +
+             gate_number_text(options.rtol) + " (" + std::to_string(check.steps_outside) + " of " +
              std::to_string(check.steps_compared) + " matched steps beyond it)";
   return g;
 }

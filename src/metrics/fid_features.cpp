@@ -13,7 +13,7 @@ namespace {
 
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-std::string number_text(double v) {
+std::string exact_number_text(double v) {
   std::ostringstream os;
   os.precision(17);
   os << v;
@@ -27,7 +27,7 @@ void check_finite(std::span<const double> values, std::size_t cols, std::size_t 
     if (std::isfinite(values[i])) continue;
     std::string m = name;
     m += ": non-finite value ";
-    m += number_text(values[i]);
+    m += exact_number_text(values[i]);
     m += " at row " + std::to_string(first_row + i / cols) + ", column " + std::to_string(i % cols);
     m += " (rows and columns count from 0; FID and KID need finite features: drop or fix that sample)";
     throw std::invalid_argument(m);

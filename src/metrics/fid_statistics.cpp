@@ -14,13 +14,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string number_text(double v) {
+std::string stats_number_text(double v) {
   char text[64];
   std::snprintf(text, sizeof text, "%.9g", v);
   return text;
 }
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
+std::string npz_shape_text(const std::vector<std::uint64_t>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
@@ -53,7 +53,7 @@ std::vector<double> member(const io::TensorFile& f, const std::string& key, std:
     fail(f.path, "'" + key + "' is " + std::string(io::to_string(e.dtype)) + "; statistics must be float32 or float64 "
                  "(a covariance in half precision has lost the digits FID subtracts)");
   if (e.shape.size() != rank)
-    fail(f.path, "'" + key + "' has shape " + shape_text(e.shape) + "; " + kExpected);
+    fail(f.path, "'" + key + "' has shape " + npz_shape_text(e.shape) + "; " + kExpected);
   shape = e.shape;
   std::vector<double> values(e.count);
   io::decode_doubles(e.dtype, e.big_endian, e.data.data(), values);
@@ -69,16 +69,16 @@ std::string index_text(const std::string& key, std::size_t i, std::size_t j) {
 void check_values(const fs::path& file, const GaussianStats& g) {
   const std::size_t d = g.dims();
   for (std::size_t i = 0; i < d; ++i)
-    if (!std::isfinite(g.mean[i])) fail(file, index_text("mu", i) + " is " + number_text(g.mean[i]) + ", not finite");
+    if (!std::isfinite(g.mean[i])) fail(file, index_text("mu", i) + " is " + stats_number_text(g.mean[i]) + ", not finite");
   for (std::size_t i = 0; i < d; ++i)
     for (std::size_t j = 0; j < d; ++j)
       if (!std::isfinite(g.covariance[i * d + j]))
-        fail(file, index_text("sigma", i, j) + " is " + number_text(g.covariance[i * d + j]) + ", not finite");
+        fail(file, index_text("sigma", i, j) + " is " + stats_number_text(g.covariance[i * d + j]) + ", not finite");
   double largest = 0;
   for (std::size_t i = 0; i < d; ++i) {
     const double v = g.covariance[i * d + i];
     if (v < 0)
-      fail(file, index_text("sigma", i, i) + " = " + number_text(v) +
+      fail(file, index_text("sigma", i, i) + " = " + stats_number_text(v) +
                      " is a negative variance: sigma is not a covariance matrix");
     largest = std::max(largest, v);
   }
@@ -87,9 +87,9 @@ void check_values(const fs::path& file, const GaussianStats& g) {
     for (std::size_t j = i + 1; j < d; ++j) {
       const double a = g.covariance[i * d + j], b = g.covariance[j * d + i];
       if (std::abs(a - b) > tolerance)
-        fail(file, "sigma is not symmetric: " + index_text("sigma", i, j) + " = " + number_text(a) + " but " +
-                       index_text("sigma", j, i) + " = " + number_text(b) + ", a difference above " +
-                       number_text(kSymmetryTolerance) + " of the largest variance (" + number_text(largest) +
+        fail(file, "sigma is not symmetric: " + index_text("sigma", i, j) + " = " + stats_number_text(a) + " but " +
+                       index_text("sigma", j, i) + " = " + stats_number_text(b) + ", a difference above " +
+                       stats_number_text(kSymmetryTolerance) + " of the largest variance (" + stats_number_text(largest) +
                        "); a covariance matrix is symmetric");
     }
 }
@@ -115,7 +115,7 @@ GaussianStats read_fid_statistics(const fs::path& file) {
   const std::uint64_t d = mu_shape[0];
   if (d == 0) fail(file, "'mu' is empty (shape [0]): no features");
   if (sigma_shape[0] != d || sigma_shape[1] != d)
-    fail(file, "'sigma' has shape " + shape_text(sigma_shape) + " but 'mu' has " + std::to_string(d) +
+    fail(file, "'sigma' has shape " + npz_shape_text(sigma_shape) + " but 'mu' has " + std::to_string(d) +
                    " features: sigma must be [" + std::to_string(d) + ", " + std::to_string(d) + "]");
   check_values(file, g);
   return g;

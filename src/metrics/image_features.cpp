@@ -9,7 +9,7 @@ namespace mpverify::metrics {
 
 namespace {
 
-std::string shape_text(const std::vector<std::size_t>& shape) {
+std::string tuple_shape_text(const std::vector<std::size_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
@@ -44,7 +44,7 @@ ImageSet image_set_from_array(const std::string& spec, const io::DoubleArray& a)
   const auto& s = a.shape;
   const bool nhw = s.size() == 3, nchw = s.size() == 4 && s[1] == 1;
   if (!nhw && !nchw) {
-    std::string m = "image set '" + spec + "': shape " + shape_text(s) +
+    std::string m = "image set '" + spec + "': shape " + tuple_shape_text(s) +
                     " is not N x 1 x H x W or N x H x W (one grey image per row)";
     if (s.size() == 4) m += "; images must have one channel";
     throw std::invalid_argument(m);
@@ -52,7 +52,7 @@ ImageSet image_set_from_array(const std::string& spec, const io::DoubleArray& a)
   set.count = s[0];
   set.height = static_cast<int>(s[s.size() - 2]);
   set.width = static_cast<int>(s[s.size() - 1]);
-  if (set.count == 0) throw std::invalid_argument("image set '" + spec + "' holds no image (shape " + shape_text(s) + ")");
+  if (set.count == 0) throw std::invalid_argument("image set '" + spec + "' holds no image (shape " + tuple_shape_text(s) + ")");
   const std::size_t per_image = static_cast<std::size_t>(set.height) * static_cast<std::size_t>(set.width);
   set.images.resize(a.values.size());
   for (std::size_t i = 0; i < a.values.size(); ++i) {

@@ -14,7 +14,7 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-std::string number_text(double v) {
+std::string mlperf_number_text(double v) {
   char text[64];
   std::snprintf(text, sizeof text, "%.4g", v);
   return text;
@@ -105,7 +105,7 @@ GateResult mlperf_gate(const CurveSide& b, const CurveSide& c, const GateOptions
   g.alpha = options.alpha;
   MlperfCheck m;
   m.target = options.target;
-  m.reached = (options.direction == Direction::higher_is_better ? ">= " : "<= ") + number_text(options.target);
+  m.reached = (options.direction == Direction::higher_is_better ? ">= " : "<= ") + mlperf_number_text(options.target);
   std::string why;
   const std::vector<double> sb = side_steps(b, "baseline", options.target, options.direction, g.baseline_runs, why);
   const std::vector<double> sc = side_steps(c, "candidate", options.target, options.direction, g.candidate_runs, why);
@@ -139,10 +139,10 @@ GateResult mlperf_gate(const CurveSide& b, const CurveSide& c, const GateOptions
   g.verdict = m.p_slower < options.alpha ? Verdict::not_equivalent : Verdict::equivalent;
   g.reason = std::string(g.verdict == Verdict::equivalent ? "no evidence that the candidate converges slower"
                                                           : "the candidate converges slower") +
-             ": mean steps to " + m.reached + " " + number_text(m.mean_candidate) + " vs " +
-             number_text(m.mean_baseline) + " (fastest and slowest dropped), one-sided p = " +
-             number_text(m.p_slower) + (g.verdict == Verdict::equivalent ? " >= " : " < ") + "alpha " +
-             number_text(options.alpha);
+             ": mean steps to " + m.reached + " " + mlperf_number_text(m.mean_candidate) + " vs " +
+             mlperf_number_text(m.mean_baseline) + " (fastest and slowest dropped), one-sided p = " +
+             mlperf_number_text(m.p_slower) + (g.verdict == Verdict::equivalent ? " >= " : " < ") + "alpha " +
+             mlperf_number_text(options.alpha);
   return g;
 }
 
