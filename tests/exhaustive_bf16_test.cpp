@@ -79,8 +79,10 @@ TEST(ExhaustiveBf16, FloatToBf16EveryInputRne) {
   const emu::QuantizeSpec spec{bf16()};
   test::parallel_chunks(std::uint64_t{1} << 32, 1 << 16, [&](std::uint64_t begin, std::uint64_t end) {
     const std::size_t n = end - begin;
-    std::vector<float> in(n);
-    std::vector<std::uint16_t> encoded(n);
+    thread_local std::vector<float> in;  // per thread, not per chunk: see exhaustive_fp16_test.cpp
+    thread_local std::vector<std::uint16_t> encoded;
+    in.resize(n);
+    encoded.resize(n);
     for (std::size_t i = 0; i < n; ++i) in[i] = std::bit_cast<float>(static_cast<std::uint32_t>(begin + i));
     emu::encode(in, encoded, spec);  // the array routine (portable path for bf16)
     for (std::size_t i = 0; i < n; ++i) {

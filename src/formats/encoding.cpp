@@ -10,17 +10,6 @@ bool is_signaling_nan(const Format& f, std::uint32_t bits) {
   return f.encoding == Encoding::ieee && is_nan(f, bits) && (bits & (1u << (f.mantissa_bits - 1))) == 0;
 }
 
-bool is_zero(const Format& f, std::uint32_t bits) {
-  if (!f.has_zero) return false;  // e8m0: field 0 is 2^-127
-  if (f.encoding == Encoding::fnuz) return bits == 0;
-  const std::uint32_t magnitude = bits & ~f.sign_mask();
-  return magnitude == 0 || (!f.subnormals && detail::exponent_field(f, bits) == 0);
-}
-
-bool is_subnormal(const Format& f, std::uint32_t bits) {
-  return f.subnormals && detail::exponent_field(f, bits) == 0 && detail::fraction_field(f, bits) != 0;
-}
-
 std::uint32_t quiet_nan(const Format& f, std::uint32_t bits) {
   switch (f.encoding) {
     case Encoding::ieee: return bits | (1u << (f.mantissa_bits - 1));
