@@ -16,6 +16,7 @@ std::string gpu_unavailable_reason() {
 DeviceInfo describe_device() { throw std::runtime_error(gpu_unavailable_reason()); }
 std::string linked_cublas_version() { return {}; }
 std::string linked_cudnn_version() { return {}; }
+bool cublas_is_loaded() { return false; }
 
 }  // namespace mpverify::gpu
 #endif

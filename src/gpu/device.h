@@ -35,4 +35,8 @@ DeviceInfo describe_device();
 std::string linked_cublas_version();
 std::string linked_cudnn_version();
 
+// Whether cuBLAS is in this process yet: the GPU side opens it on its first call
+// (gpu/cublas_on_demand.cpp), not when the program starts. False without CUDA.
+bool cublas_is_loaded();
+
 }  // namespace mpverify::gpu
