@@ -89,6 +89,25 @@ TEST(EvalDotCli, BadInputExits2WithNothingOnStdout) {
   }
 }
 
+// The field syntax the command has always read (std::stoull in base 16: an optional '+' and 0x), kept
+// when the reading was rewritten for speed; blank lines count in the numbering; CRLF line ends.
+TEST(EvalDotCli, FieldsReadAsHexWithTheirOptionalPrefixes) {
+  const std::string prefixed = "+3C00 0x0C00 0X0C00 " + kSmallTerms.substr(15);
+  const auto same = run_command(eval("--arch sm80.mma.m16n8k8.f32.f16"), prefixed + "\r\n");
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_EQ(same.out, kSmallTerms + " 3F800000\n");
+  const auto numbered = run_command(eval("--arch sm80.mma.m16n8k8.f32.f16 --check"),
+                                    kSmallTerms + " 3F800000\n\n \t\n" + kSmallTerms + " 3F800001", true);
+  EXPECT_EQ(numbered.exit_code, 1);
+  EXPECT_NE(numbered.out.find("line 4: "), std::string::npos) << numbered.out;  // the last line, unterminated
+  EXPECT_NE(numbered.out.find("1 passed, 1 failed"), std::string::npos) << numbered.out;
+  for (const std::string bad : {"-3C00", "0x", "++3C00", "3C00x", "0x+3C00", "10000000000000000"}) {
+    const auto r = run_command(eval("--arch sm80.mma.m16n8k8.f32.f16"), bad + " " + kSmallTerms.substr(5) + "\n", true);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.out.find("field 1 ('" + bad + "') is not a 16-bit hex fp16 value"), std::string::npos) << bad << ": " << r.out;
+  }
+}
+
 TEST(EvalDotCliGpu, TheDeviceRunsTheSameLines) {
   const std::string why = mpverify::gpu::gpu_unavailable_reason();
   const auto r = run_command(eval("--arch sm90.mma.m16n8k8.f32.f16 --device gpu --check"), kSmallTerms + " 3F800001\n", true);

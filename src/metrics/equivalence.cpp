@@ -128,7 +128,15 @@ double student_t_quantile(double p, double df) {
   if (!(p > 0 && p < 1)) throw std::invalid_argument("student_t_quantile: p must lie in (0, 1)");
   if (!(df > 0)) throw std::invalid_argument("student_t_quantile: df must be > 0");
   if (std::isinf(df)) return normal_quantile(p);
-  return boost::math::quantile(boost::math::students_t_distribution<double>(df), p);
+  // The last (p, df) asked on this thread, and its quantile: Boost's inversion in long double was most of
+  // a simulation's time (gate_calibration), whose paired tests ask the same (p, n - 1) trial after trial.
+  // The same arguments give the same bits, so the memo changes no result.
+  thread_local double last_p = 0, last_df = 0, last_quantile = 0;
+  if (p == last_p && df == last_df) return last_quantile;
+  last_quantile = boost::math::quantile(boost::math::students_t_distribution<double>(df), p);
+  last_p = p;
+  last_df = df;
+  return last_quantile;
 }
 
 double student_t_upper_tail(double t, double df) {
