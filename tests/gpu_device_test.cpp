@@ -2,6 +2,12 @@
 // with the reason; they never pass silently.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu/algorithm_fallback.h"
 #include "gpu/device.h"
 
 namespace {
@@ -42,3 +48,58 @@ TEST(DeviceGpu, LinkedLibrariesReportVersions) {
 }
 
 }  // namespace
+
+// The algorithm fallback of the GPU side's library calls (gpu/algorithm_fallback.h), against a fake library
+// whose refusals are scripted: no device is needed to hold the order of attempts.
+namespace algorithm_fallback {
+
+using mpverify::gpu::detail::Attempt;
+
+struct FakeLibrary {
+  std::vector<int> refuses;  // algorithms it refuses (at the query or at the call: one outcome for the caller)
+  std::vector<int> heuristics;
+  std::vector<int> attempts;
+  int listings = 0;
+  int run(const std::string& what = "conv") {
+    return mpverify::gpu::detail::run_first_accepted<int>(
+        7,
+        [this] {
+          ++listings;
+          return heuristics;
+        },
+        [this](int algo) {
+          attempts.push_back(algo);
+          return std::find(refuses.begin(), refuses.end(), algo) != refuses.end() ? Attempt::refused : Attempt::ran;
+        },
+        [](int algo) { return "algo" + std::to_string(algo); }, what);
+  }
+};
+
+TEST(AlgorithmFallback, ThePreferredAlgorithmRunsWithoutAskingTheHeuristics) {
+  FakeLibrary lib{{}, {1, 2}, {}, 0};
+  EXPECT_EQ(lib.run(), 7);
+  EXPECT_EQ(lib.attempts, std::vector<int>({7}));
+  EXPECT_EQ(lib.listings, 0);
+}
+
+TEST(AlgorithmFallback, ARefusedAlgorithmFallsBackInTheListedOrderSkippingOnesTried) {
+  // 7 is refused (as cuDNN's fixed algorithm 1 was, at the call, after its workspace query succeeded); the
+  // list repeats 7 and its first other entry is refused too, so 2 is the one that runs.
+  FakeLibrary lib{{7, 1}, {7, 1, 2, 3}, {}, 0};
+  EXPECT_EQ(lib.run(), 2);
+  EXPECT_EQ(lib.attempts, std::vector<int>({7, 1, 2}));
+  EXPECT_EQ(lib.listings, 1);
+}
+
+TEST(AlgorithmFallback, EveryAlgorithmRefusedThrowsNamingEachOnce) {
+  FakeLibrary lib{{7, 1, 2}, {1, 7, 2, 1}, {}, 0};
+  try {
+    lib.run("conv2d_gpu: cuDNN's forward convolution");
+    ADD_FAILURE() << "no algorithm ran, yet nothing was thrown";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "conv2d_gpu: cuDNN's forward convolution: no algorithm ran; refused: algo7, algo1, algo2");
+  }
+  EXPECT_EQ(lib.attempts, std::vector<int>({7, 1, 2}));
+}
+
+}  // namespace algorithm_fallback

@@ -37,6 +37,9 @@ TEST(MmaProbe, WithoutADeviceThrowsTheReason) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), reason);
   }
+  // The GPU tests skip with the same reason, for mma.sync and wgmma alike.
+  EXPECT_EQ(gpu::mma_probe_device_reason(emu::mma_preset("sm80.mma.m16n8k16.f32.f16")), reason);
+  EXPECT_EQ(gpu::mma_probe_device_reason(emu::mma_preset("sm90.wgmma.k16.f32.f16")), reason);
 }
 
 // The models of this GPU's architecture (sm90 on a Hopper, ...).
@@ -50,8 +53,13 @@ TEST(MmaProbeGpu, EveryProbedInstructionMatchesItsArchitecturesModel) {
   const std::string prefix = own_architecture_prefix();
   RecordProperty("device", gpu::describe_device().name);
   int probed = 0;
+  std::string not_probed;  // this architecture's instructions the device or the build cannot run, and why
   for (const emu::MmaModel& m : emu::mma_presets()) {
     if (!m.name.starts_with(prefix) || !gpu::mma_probe_unsupported_reason(m).empty()) continue;
+    if (const std::string why = gpu::mma_probe_device_reason(m); !why.empty()) {
+      not_probed.append("\n  ").append(m.name).append(": ").append(why);
+      continue;
+    }
     ++probed;
     for (int chain : {1, 3}) {
       const auto cases = experiments::mma_cases(m, m.k * chain, 4000, 7);
@@ -73,7 +81,10 @@ TEST(MmaProbeGpu, EveryProbedInstructionMatchesItsArchitecturesModel) {
       EXPECT_EQ(same, cases.size()) << m.name << " K = " << m.k * chain;
     }
   }
-  EXPECT_GT(probed, 0) << "no probed instruction has a model for " << prefix;
+  EXPECT_GT(probed + static_cast<int>(!not_probed.empty()), 0) << "no probed instruction has a model for " << prefix;
+  // After the checks: a failure above still fails the test; a pass over part of the instructions says which
+  // were left out, and why, instead of passing as if it had probed them all.
+  if (!not_probed.empty()) GTEST_SKIP() << probed << " instructions probed; not run here:" << not_probed;
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 #include "gpu/device.h"
 #include "gpu/gemm_fp8_gpu.h"
 #include "gpu/gemm_gpu.h"
+#include "hardware/cublaslt_choice.h"
+#include "hardware/seeded_inputs.h"
+#include "hardware/tf32_conversion.h"
 #include "refs/conv2d_ref.h"
 #include "refs/gemm_ref.h"
 #include "report/output_files.h"
@@ -93,15 +96,6 @@ std::vector<Model> fp32_accumulating_and_chain_models(const Format& input, const
   return models;
 }
 
-// Seeded inputs, rounded to the input format (so that the hardware's own
-// conversion of them is exact and both sides see the same values).
-std::vector<float> draw(std::size_t n, std::uint64_t seed, std::uint64_t stream, const Format& input) {
-  data::Draws d(seed, stream);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(d.noise());
-  emu::quantize(v, v, emu::QuantizeSpec{input});
-  return v;
-}
 
 struct Op {
   std::string op, shape, formats, hardware;
@@ -170,8 +164,8 @@ std::vector<Op> operations(std::uint64_t seed) {
       std::function<void(const ops::GemmShape&, std::span<const float>, std::span<const float>, std::span<float>)>;
   const auto gemm = [&](ops::GemmShape s, const Format& input, const Format& output, std::string hardware,
                         GemmRunner run, std::vector<Model> models) {
-    auto a = std::make_shared<std::vector<float>>(draw(s.a_size(), seed, stream++, input));
-    auto b = std::make_shared<std::vector<float>>(draw(s.b_size(), seed, stream++, input));
+    auto a = std::make_shared<std::vector<float>>(seeded_inputs(s.a_size(), seed, stream++, input));
+    auto b = std::make_shared<std::vector<float>>(seeded_inputs(s.b_size(), seed, stream++, input));
     Op op;
     op.op = "GEMM";
     op.shape = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k);
@@ -230,8 +224,8 @@ std::vector<Op> operations(std::uint64_t seed) {
   const std::string conv_shape = "n=8 c=32 h=w=14 k=32 r=s=3 pad=1";
   const auto conv = [&](const std::string& name, std::size_t in1, std::size_t in2, std::size_t out,
                         std::int64_t terms, auto condition, auto fp64, auto emulate, auto hardware) {
-    auto x = std::make_shared<std::vector<float>>(draw(in1, seed, stream++, fp16));
-    auto y = std::make_shared<std::vector<float>>(draw(in2, seed, stream++, fp16));
+    auto x = std::make_shared<std::vector<float>>(seeded_inputs(in1, seed, stream++, fp16));
+    auto y = std::make_shared<std::vector<float>>(seeded_inputs(in2, seed, stream++, fp16));
     Op op;
     op.op = name;
     op.shape = conv_shape;
@@ -351,6 +345,11 @@ HardwareResult run_hardware(const HardwareConfig& c, const std::function<void(co
         "only the few outputs listed above can separate the models.\n";
   if (!use_gpu)
     md += "\nWithout a GPU this run can say how far apart the models are, not which one the hardware follows.\n";
+  nlohmann::ordered_json tf32, lt;
+  if (progress) progress("cuBLASLt's algorithm choice");
+  md += cublaslt_section(use_gpu, c.seed, lt);
+  if (progress) progress("tf32: how cuBLAS converts fp32 operands");
+  md += tf32_section(use_gpu, c.seed, tf32);
   report::write_output(c.report, md, result.files);
 
   nlohmann::ordered_json j;
@@ -367,6 +366,8 @@ HardwareResult run_hardware(const HardwareConfig& c, const std::function<void(co
       cases.push_back(row);
     }
   j["cases"] = cases;
+  j["cublaslt"] = lt;
+  j["tf32"] = tf32;
   j["files"] = result.files;
   result.json = j;
   return result;

@@ -1,8 +1,12 @@
 #!/usr/bin/python3
-"""The Monitor's overhead on a CPU training step of a small CNN, as ratios to the plain step.
+"""The Monitor's overhead on a training step, as ratios to the plain step.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py [--repeats 9] [--steps 100]
-           [--threads 1] [--json] [--markdown FILE]
+           [--threads 1] [--model cnn|mlp100m] [--device cpu|cuda] [--json] [--markdown FILE]
+
+The models: `cnn`, a small CNN on 28x28 images (the default, for a CPU); `mlp100m`, eight 3584-wide linear
+layers with ReLU (102.8M parameters, batch 64), for a GPU, where the model and its data stay on the device
+and each timed step ends with torch.cuda.synchronize().
 
 Four monitored loops on the same model, data and seed: Monitor(every=10), Monitor(every=1), a Monitor that
 records only its first step (what the hooks and the provenance checks of every step cost), and
@@ -32,23 +36,41 @@ LOOPS = (("every_10", 10, "every_step"), ("every_1", 1, "every_step"), ("hooks_o
          ("every_10_recorded_steps", 10, "recorded_steps"))
 
 
-def model_and_data(seed, steps, batch=32):
+MODELS = {"cnn": "a small CNN (two 3x3 convolutions with max pooling, two linear layers, batch 32 of 28x28)",
+          "mlp100m": "an MLP of eight 3584-wide linear layers with ReLU (102.8M parameters, batch 64)"}
+
+
+def mlp100m_and_data(seed, steps, device, width=3584, layers=8, batch=64):
+    torch.manual_seed(seed)
+    parts = []
+    for i in range(layers):
+        parts += [torch.nn.Linear(width, width if i + 1 < layers else 10)] + ([torch.nn.ReLU()] if i + 1 < layers else [])
+    g = torch.Generator().manual_seed(seed)
+    data = [(torch.randn(batch, width, generator=g).to(device), torch.randint(0, 10, (batch,), generator=g).to(device))
+            for _ in range(steps)]
+    return torch.nn.Sequential(*parts).to(device), data
+
+
+def model_and_data(seed, steps, model_name="cnn", device="cpu", batch=32):
+    if model_name == "mlp100m":
+        return mlp100m_and_data(seed, steps, device)
     torch.manual_seed(seed)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     g = torch.Generator().manual_seed(seed)
-    data = [(torch.randn(batch, 1, 28, 28, generator=g), torch.randint(0, 10, (batch,), generator=g))
-            for _ in range(steps)]
-    return model, data
+    data = [(torch.randn(batch, 1, 28, 28, generator=g).to(device),
+             torch.randint(0, 10, (batch,), generator=g).to(device)) for _ in range(steps)]
+    return model.to(device), data
 
 
 class Loop:
     """One training loop of the bench's CNN: plain (every=None) or under a Monitor."""
 
-    def __init__(self, every, steps, out, provenance="every_step"):
-        self.model, self.data = model_and_data(0, steps)
+    def __init__(self, every, steps, out, provenance="every_step", model_name="cnn", device="cpu"):
+        self.model, self.data = model_and_data(0, steps, model_name, device)
+        self.cuda = device != "cpu"
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05)
         self.monitor = (mt.Monitor(self.model, self.opt, out=out, every=every, verbose=False, provenance=provenance)
                         if every else None)
@@ -56,6 +78,8 @@ class Loop:
     def step(self, i):
         """Seconds of step i: forward, backward, SGD step and, monitored, Monitor.step."""
         x, y = self.data[i]
+        if self.cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
         self.opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(self.model(x), y)
@@ -63,6 +87,8 @@ class Loop:
         self.opt.step()
         if self.monitor:
             self.monitor.step(loss)
+        if self.cuda:
+            torch.cuda.synchronize()
         return time.perf_counter() - start
 
     def close(self):
@@ -70,11 +96,12 @@ class Loop:
             self.monitor.close()
 
 
-def paired_ratio(every, steps, out, provenance="every_step"):
+def paired_ratio(every, steps, out, provenance="every_step", model_name="cnn", device="cpu"):
     """The monitored loop's time over the plain loop's, the two stepped in turn (the plain step first on even
     steps, the monitored one first on odd steps), so that the machine's drift and the order hit both alike.
     3 untimed steps first; step 0, which every Monitor records, is one of them."""
-    plain, monitored = Loop(None, steps + 3, None), Loop(every, steps + 3, out, provenance)
+    plain = Loop(None, steps + 3, None, model_name=model_name, device=device)
+    monitored = Loop(every, steps + 3, out, provenance, model_name, device)
     seconds = {id(plain): 0.0, id(monitored): 0.0}
     for i in range(steps + 3):
         for loop in ((plain, monitored) if i % 2 == 0 else (monitored, plain)):
@@ -97,11 +124,15 @@ def write_markdown(path, result):
                                     ("every_10_recorded_steps", 'every=10 with provenance="recorded_steps"', 1.10))
               if result[key]["median"] > t]
     verdict = ("Targets missed: " + ", ".join(missed) + "." if missed else "Every target is met.")
-    text = f"""# The Monitor's overhead on a CPU training step
+    where = (f"a CPU without a GPU (torch {result['torch']}, {result['threads']} thread)" if result["device"] == "cpu"
+             else f"{result['device_name']} (torch {result['torch']}; model and data on the device)")
+    options = "" if (result["model"], result["device"]) == ("cnn", "cpu") else \
+        f" --model {result['model']} --device {result['device']}"
+    text = f"""# The Monitor's overhead on a {"CPU" if result["device"] == "cpu" else "GPU"} training step
 
-Written by `PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py --markdown
-reports/monitor_overhead.md` on a CPU without a GPU (torch {result['torch']}, {result['threads']} thread).
-A small CNN (two 3x3 convolutions with max pooling, two linear layers, batch 32 of 28x28) trains with SGD
+Written by `PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py{options} --markdown
+{"FILE" if options else "reports/monitor_overhead.md"}` on {where}.
+{MODELS[result['model']][0].upper() + MODELS[result['model']][1:]} trains with SGD
 for {result['steps']} timed steps under `mpverify.torch.Monitor`, each step beside one of a plain twin loop
 (the two stepped in turn, so that this machine's drift of 20-40% between runs hits both alike), {result['repeats']}
 times; each ratio is the monitored loop's time over its twin's; the range is the spread over the repeats.
@@ -131,25 +162,33 @@ def main():
     p.add_argument("--repeats", type=int, default=9)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1: less noise)")
+    p.add_argument("--model", choices=sorted(MODELS), default="cnn", help="the model trained (see above)")
+    p.add_argument("--device", default="cpu", help="where the model and its data live: cpu (default) or cuda")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", metavar="FILE", help="also write the result as a report (reports/monitor_overhead.md)")
     a = p.parse_args()
     if a.repeats < 1 or a.steps < 10:
         p.error("--repeats must be at least 1 and --steps at least 10")
+    if a.device not in ("cpu", "cuda"):
+        p.error(f"--device must be cpu or cuda, not {a.device!r}")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: torch sees no CUDA device here")
     torch.set_num_threads(a.threads)
     work = tempfile.mkdtemp(prefix="mpverify-bench-monitor-")
     ratios = {key: [] for key, _, _ in LOOPS}
     try:
         for r in range(a.repeats):
             for key, every, provenance in LOOPS:
-                ratios[key].append(paired_ratio(every, a.steps, os.path.join(work, f"r{r}-{key}"), provenance))
+                ratios[key].append(paired_ratio(every, a.steps, os.path.join(work, f"r{r}-{key}"), provenance,
+                                                a.model, a.device))
             print(f"repeat {r + 1}/{a.repeats}: " + ", ".join(f"{key} {v[-1]:.3f}x" for key, v in ratios.items()),
                   file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {key: {"median": statistics.median(v), "min": min(v), "max": max(v), "ratios": v}
               for key, v in ratios.items()}
-    result.update(repeats=a.repeats, steps=a.steps, threads=a.threads, torch=torch.__version__)
+    result.update(repeats=a.repeats, steps=a.steps, threads=a.threads, torch=torch.__version__, model=a.model,
+                  device=a.device, device_name=torch.cuda.get_device_name() if a.device == "cuda" else "cpu")
     if a.markdown:
         write_markdown(a.markdown, result)
     if a.json:

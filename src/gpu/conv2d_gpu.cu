@@ -1,9 +1,12 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "gpu/algorithm_fallback.h"
 #include "gpu/check.h"
 #include "gpu/conv2d_gpu.h"
 #include "gpu/device.h"
@@ -126,33 +129,45 @@ struct Tensors {
 
 const float kOne = 1.0f, kZero = 0.0f;  // alpha and beta: float for fp32 and fp16 tensors alike
 
-// The algorithm: `preferred` (deterministic, fixed so that runs repeat) where
-// cuDNN supports it for this convolution, i.e. its workspace query succeeds;
-// cuDNN may refuse a fixed algorithm for some shapes and types (small channel
-// counts in fp16 with tensor-op math, say). Then the first algorithm that
-// cuDNN's heuristics list as supported, deterministic and of the
-// descriptor's math type (FMA keeps fp32 off TF32), else the first supported
-// one of that math type. `workspace(algo, &bytes)` returns the query's
-// status; `heuristics(count, &returned, perf)` lists them. Sets `bytes`.
-template <typename Algo, typename Perf, typename Workspace, typename Heuristics>
-Algo choose_algorithm(Algo preferred, cudnnMathType_t math, Workspace workspace, Heuristics heuristics,
-                      std::size_t& bytes) {
-  if (workspace(preferred, &bytes) == CUDNN_STATUS_SUCCESS) return preferred;
-  constexpr int kRequested = 16;
-  Perf perf[kRequested];
-  int returned = 0;
-  MPVERIFY_CUDNN_CHECK(heuristics(kRequested, &returned, perf));
-  const Perf* pick = nullptr;
-  for (const bool need_determinism : {true, false}) {
-    for (int i = 0; i < returned && pick == nullptr; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == math &&
-          (!need_determinism || perf[i].determinism == CUDNN_DETERMINISTIC))
-        pick = &perf[i];
-    if (pick != nullptr) break;
-  }
-  if (pick == nullptr) throw std::runtime_error("conv2d_gpu: cuDNN supports no algorithm for this convolution");
-  MPVERIFY_CUDNN_CHECK(workspace(pick->algo, &bytes));
-  return pick->algo;
+// cuDNN 9 reports an algorithm it does not support for this problem with a status of the NOT_SUPPORTED
+// family (3000-3999: shape, data type, layout, architecture, ...).
+bool refused(cudnnStatus_t status) { return status / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000; }
+
+// Runs the convolution with `preferred` (deterministic, fixed so that runs repeat) where cuDNN supports it
+// for this convolution; cuDNN may refuse a fixed algorithm for some shapes and types (small channel counts
+// in fp16 with tensor-op math, say), at the workspace query or, although the query succeeded, at the call
+// itself. Then the algorithms cuDNN's heuristics list as supported and of the descriptor's math type (FMA
+// keeps fp32 off TF32), deterministic ones first, each until one runs (gpu/algorithm_fallback.h).
+// `workspace(algo, &bytes)` is the query, `heuristics(count, &returned, perf)` the list, `run(algo,
+// workspace, bytes)` the call; each returns cuDNN's status.
+template <typename Algo, typename Perf, typename Workspace, typename Heuristics, typename Run>
+void convolve(const char* what, Algo preferred, cudnnMathType_t math, Workspace workspace, Heuristics heuristics,
+              Run run) {
+  const std::function<std::vector<Algo>()> listed = [&] {
+    constexpr int kRequested = 16;
+    Perf perf[kRequested];
+    int returned = 0;
+    MPVERIFY_CUDNN_CHECK(heuristics(kRequested, &returned, perf));
+    std::vector<Algo> order;
+    for (const bool deterministic : {true, false})
+      for (int i = 0; i < returned; ++i)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == math &&
+            (perf[i].determinism == CUDNN_DETERMINISTIC) == deterministic)
+          order.push_back(perf[i].algo);
+    return order;
+  };
+  const std::function<detail::Attempt(Algo)> attempt = [&](Algo algo) {
+    std::size_t bytes = 0;
+    if (workspace(algo, &bytes) != CUDNN_STATUS_SUCCESS) return detail::Attempt::refused;
+    DeviceBuffer space(bytes);
+    const cudnnStatus_t status = run(algo, space.get(), bytes);
+    if (refused(status)) return detail::Attempt::refused;
+    MPVERIFY_CUDNN_CHECK(status);
+    return detail::Attempt::ran;
+  };
+  const std::function<std::string(Algo)> name = [](Algo algo) { return std::to_string(static_cast<int>(algo)); };
+  detail::run_first_accepted<Algo>(preferred, listed, attempt, name,
+                                   std::string("conv2d_gpu: cuDNN's ") + what + " convolution");
 }
 
 }  // namespace
@@ -165,9 +180,8 @@ void conv2d_forward_gpu(const ops::Conv2dShape& s, std::span<const float> x, std
   Tensors t(s, cv);
   upload(x, cv, t.x.get(), t.staging);
   upload(wgt, cv, t.w.get(), t.staging);
-  std::size_t bytes = 0;
-  const auto algo = choose_algorithm<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
-      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, cv.math,
+  convolve<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
+      "forward", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, cv.math,
       [&](cudnnConvolutionFwdAlgo_t a, std::size_t* b) {
         return cudnnGetConvolutionForwardWorkspaceSize(cv.handle.get(), cv.x.get(), cv.w.get(), cv.conv.get(),
                                                        cv.y.get(), a, b);
@@ -176,11 +190,10 @@ void conv2d_forward_gpu(const ops::Conv2dShape& s, std::span<const float> x, std
         return cudnnGetConvolutionForwardAlgorithm_v7(cv.handle.get(), cv.x.get(), cv.w.get(), cv.conv.get(),
                                                       cv.y.get(), requested, returned, perf);
       },
-      bytes);
-  DeviceBuffer workspace(bytes);
-  MPVERIFY_CUDNN_CHECK(cudnnConvolutionForward(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.w.get(), t.w.get(),
-                                               cv.conv.get(), algo, workspace.get(), bytes, &kZero, cv.y.get(),
-                                               t.y.get()));
+      [&](cudnnConvolutionFwdAlgo_t a, void* space, std::size_t b) {
+        return cudnnConvolutionForward(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.w.get(), t.w.get(),
+                                       cv.conv.get(), a, space, b, &kZero, cv.y.get(), t.y.get());
+      });
   download(t.y.get(), cv, y, t.staging);
 }
 
@@ -192,9 +205,8 @@ void conv2d_backward_data_gpu(const ops::Conv2dShape& s, std::span<const float> 
   Tensors t(s, cv);
   upload(dy, cv, t.y.get(), t.staging);
   upload(wgt, cv, t.w.get(), t.staging);
-  std::size_t bytes = 0;
-  const auto algo = choose_algorithm<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
-      CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, cv.math,  // deterministic
+  convolve<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
+      "backward-data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, cv.math,  // deterministic
       [&](cudnnConvolutionBwdDataAlgo_t a, std::size_t* b) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(cv.handle.get(), cv.w.get(), cv.y.get(), cv.conv.get(),
                                                             cv.x.get(), a, b);
@@ -203,11 +215,10 @@ void conv2d_backward_data_gpu(const ops::Conv2dShape& s, std::span<const float> 
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(cv.handle.get(), cv.w.get(), cv.y.get(), cv.conv.get(),
                                                            cv.x.get(), requested, returned, perf);
       },
-      bytes);
-  DeviceBuffer workspace(bytes);
-  MPVERIFY_CUDNN_CHECK(cudnnConvolutionBackwardData(cv.handle.get(), &kOne, cv.w.get(), t.w.get(), cv.y.get(),
-                                                    t.y.get(), cv.conv.get(), algo, workspace.get(), bytes, &kZero,
-                                                    cv.x.get(), t.x.get()));
+      [&](cudnnConvolutionBwdDataAlgo_t a, void* space, std::size_t b) {
+        return cudnnConvolutionBackwardData(cv.handle.get(), &kOne, cv.w.get(), t.w.get(), cv.y.get(), t.y.get(),
+                                            cv.conv.get(), a, space, b, &kZero, cv.x.get(), t.x.get());
+      });
   download(t.x.get(), cv, dx, t.staging);
 }
 
@@ -219,9 +230,8 @@ void conv2d_backward_filter_gpu(const ops::Conv2dShape& s, std::span<const float
   Tensors t(s, cv);
   upload(x, cv, t.x.get(), t.staging);
   upload(dy, cv, t.y.get(), t.staging);
-  std::size_t bytes = 0;
-  const auto algo = choose_algorithm<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
-      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, cv.math,  // deterministic
+  convolve<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+      "backward-filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, cv.math,  // deterministic
       [&](cudnnConvolutionBwdFilterAlgo_t a, std::size_t* b) {
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(cv.handle.get(), cv.x.get(), cv.y.get(),
                                                               cv.conv.get(), cv.w.get(), a, b);
@@ -230,11 +240,10 @@ void conv2d_backward_filter_gpu(const ops::Conv2dShape& s, std::span<const float
         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(cv.handle.get(), cv.x.get(), cv.y.get(),
                                                              cv.conv.get(), cv.w.get(), requested, returned, perf);
       },
-      bytes);
-  DeviceBuffer workspace(bytes);
-  MPVERIFY_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.y.get(),
-                                                      t.y.get(), cv.conv.get(), algo, workspace.get(), bytes, &kZero,
-                                                      cv.w.get(), t.w.get()));
+      [&](cudnnConvolutionBwdFilterAlgo_t a, void* space, std::size_t b) {
+        return cudnnConvolutionBackwardFilter(cv.handle.get(), &kOne, cv.x.get(), t.x.get(), cv.y.get(), t.y.get(),
+                                              cv.conv.get(), a, space, b, &kZero, cv.w.get(), t.w.get());
+      });
   download(t.w.get(), cv, dw, t.staging);
 }
 

@@ -132,6 +132,10 @@ MPVERIFY_CUBLAS_FORWARD(cublas_lt, cublasLtMatmulAlgoGetHeuristic,
                          cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount),
                         (handle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference, requestedAlgoCount,
                          heuristicResultsArray, returnAlgoCount))
+MPVERIFY_CUBLAS_FORWARD(cublas_lt, cublasLtMatmulAlgoConfigGetAttribute,
+                        (const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf,
+                         size_t sizeInBytes, size_t* sizeWritten),
+                        (algo, attr, buf, sizeInBytes, sizeWritten))
 MPVERIFY_CUBLAS_FORWARD(cublas_lt, cublasLtMatmul,
                         (cublasLtHandle_t handle, cublasLtMatmulDesc_t computeDesc, const void* alpha,
                          const void* A, cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,

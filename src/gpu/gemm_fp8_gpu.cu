@@ -12,28 +12,14 @@
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
 #include "gpu/gemm_fp8_gpu.h"
+#include "gpu/lt_objects.h"
 
 namespace mpverify::gpu {
 
 namespace {
 
 using detail::DeviceBuffer;
-
-// Owns the cuBLASLt objects of one call.
-struct LtObjects {
-  cublasLtHandle_t handle = nullptr;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
-  ~LtObjects() {
-    if (preference) cublasLtMatmulPreferenceDestroy(preference);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (handle) cublasLtDestroy(handle);
-  }
-};
+using detail::LtObjects;
 
 cudaDataType fp8_type(const formats::Format& f) { return f.exponent_bits == 4 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
 

@@ -15,6 +15,11 @@ void check_fp8_gemm(const ops::GemmShape& s, const formats::Format& a_format, co
     if (!formats::same_values(*f, formats::parse_format("fp8-e4m3")) &&
         !formats::same_values(*f, formats::parse_format("fp8-e5m2")))
       throw std::invalid_argument("gemm_fp8_gpu: " + f->name + " is not an FP8 format (fp8-e4m3, fp8-e5m2)");
+  // cuBLASLt's FP8 matmul takes E4M3 x E4M3, E4M3 x E5M2 and E5M2 x E4M3, not E5M2 x E5M2 (cuBLAS
+  // documentation, cublasLtMatmul, "FP8 ... data types"): it would fail at the call with NOT_SUPPORTED.
+  const formats::Format e5m2 = formats::parse_format("fp8-e5m2");
+  if (formats::same_values(a_format, e5m2) && formats::same_values(b_format, e5m2))
+    throw std::invalid_argument("gemm_fp8_gpu: cuBLASLt has no fp8-e5m2 x fp8-e5m2 GEMM; make one operand fp8-e4m3");
 }
 
 }  // namespace mpverify::gpu

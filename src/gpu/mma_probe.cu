@@ -180,17 +180,30 @@ Ptx ptx_of(const emu::MmaModel& m) {
 
 }  // namespace
 
+std::string mma_probe_device_reason(const emu::MmaModel& m) {
+  if (std::string why = gpu_unavailable_reason(); !why.empty()) return why;
+  if (std::string why = mma_probe_unsupported_reason(m); !why.empty()) return why;
+  const int cc = describe_device().compute_capability;
+  if (m.name.find(".wgmma.") != std::string::npos)
+    return cc != 90 ? "wgmma runs on sm_90 (Hopper) only; this device is sm_" + std::to_string(cc)
+                    : detail::wgmma_build_reason();
+  if (fp8_input(ptx_of(m)) && cc < 89) return "FP8 mma.sync needs compute capability 8.9 or later";
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, probe_kernel) != cudaSuccess) {
+    (void)cudaGetLastError();  // clears the error, which is the answer
+    return "this build holds no code of the probe kernel for sm_" + std::to_string(cc) +
+           ": configure with CMAKE_CUDA_ARCHITECTURES including it";
+  }
+  return "";
+}
+
 std::vector<std::uint32_t> mma_probe(const emu::MmaModel& m, std::span<const std::uint32_t> a,
                                      std::span<const std::uint32_t> b, std::span<const std::uint32_t> c, int K) {
-  if (const std::string why = gpu_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
-  if (const std::string why = mma_probe_unsupported_reason(m); !why.empty()) throw std::runtime_error(why);
+  if (const std::string why = mma_probe_device_reason(m); !why.empty()) throw std::runtime_error(why);
   const std::size_t n = c.size();
   if (K <= 0 || K % m.k != 0 || a.size() != n * K || b.size() != n * K)
     throw std::invalid_argument("mma_probe: a and b need n * K operands, K a multiple of " + std::to_string(m.k));
-  if (m.name.find(".wgmma.") != std::string::npos) {
-    if (describe_device().compute_capability != 90) throw std::runtime_error("wgmma runs on sm_90 (Hopper) only");
-    return detail::wgmma_probe(m, a, b, c, K);
-  }
+  if (m.name.find(".wgmma.") != std::string::npos) return detail::wgmma_probe(m, a, b, c, K);
   std::vector<std::uint32_t> ha(a.begin(), a.end()), hb(b.begin(), b.end());
   if (m.a.name == "tf32") {  // the instruction reads fp32 registers and ignores their 13 low bits
     for (auto& x : ha) x <<= 13;
@@ -201,8 +214,6 @@ std::vector<std::uint32_t> mma_probe(const emu::MmaModel& m, std::span<const std
   MPVERIFY_CUDA_CHECK(cudaMemcpy(da.get(), ha.data(), bytes, cudaMemcpyHostToDevice));
   MPVERIFY_CUDA_CHECK(cudaMemcpy(db.get(), hb.data(), bytes, cudaMemcpyHostToDevice));
   MPVERIFY_CUDA_CHECK(cudaMemcpy(dc.get(), c.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
-  if (fp8_input(ptx_of(m)) && describe_device().compute_capability < 89)
-    throw std::runtime_error("FP8 mma.sync needs compute capability 8.9 or later");
   const unsigned threads = 128, blocks = static_cast<unsigned>((n * 32 + threads - 1) / threads);
   if (n > 0)
     probe_kernel<<<blocks, threads>>>(ptx_of(m), m.k, da.as<std::uint32_t>(), db.as<std::uint32_t>(),

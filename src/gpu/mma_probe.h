@@ -21,6 +21,12 @@ const std::vector<std::string>& mma_probe_instructions();
 // Empty when the probe can issue the model's instruction, else why not (wgmma, for one, is not probed).
 std::string mma_probe_unsupported_reason(const emu::MmaModel& m);
 
+// Empty when the present device and this build can run the probe of m's instruction, else why not: no
+// usable device, an instruction the probe does not issue, wgmma on a device other than sm_90 or from a build
+// without sm_90a code, FP8 mma.sync before sm_89, or no code of the probe kernel for this device. GPU tests
+// skip with it; mma_probe throws it.
+std::string mma_probe_device_reason(const emu::MmaModel& m);
+
 // n = c.size() dot products of length K (a multiple of m.k): a and b hold n * K operand bits in m.a's and
 // m.b's formats (dot i at [i * K, (i + 1) * K)), c the accumulators' bits in m.c's format; returns the n
 // results in m.c's format. Throws std::runtime_error with the reason when no device or no such instruction.

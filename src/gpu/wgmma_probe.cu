@@ -121,6 +121,16 @@ __global__ void wgmma_kernel(Wg w, int k, const std::uint32_t* a, const std::uin
 #endif
 }
 
+// Compiled for the same architectures as wgmma_kernel, so the runtime picks the same code for both: it
+// writes 1 exactly when that code is sm_90a's.
+__global__ void wgmma_built_kernel(int* built) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *built = 1;
+#else
+  *built = 0;
+#endif
+}
+
 std::vector<std::uint32_t> run(Wg w, int k, std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                                std::span<const std::uint32_t> c, int K) {
   const std::size_t n = c.size(), bytes = n * K * sizeof(std::uint32_t);
@@ -168,6 +178,22 @@ void check_layout(const emu::MmaModel& m, Wg w) {
 }
 
 }  // namespace
+
+std::string wgmma_build_reason() {
+  DeviceBuffer built(sizeof(int));
+  const int unknown = -1;
+  MPVERIFY_CUDA_CHECK(cudaMemcpy(built.get(), &unknown, sizeof unknown, cudaMemcpyHostToDevice));
+  wgmma_built_kernel<<<1, 1>>>(built.as<int>());
+  if (cudaGetLastError() != cudaSuccess)  // no code of this file's kernels for the device at all
+    return "this build holds no code for this device's architecture: configure with CMAKE_CUDA_ARCHITECTURES "
+           "including 90a (the default does)";
+  int was_built = -1;
+  MPVERIFY_CUDA_CHECK(cudaMemcpy(&was_built, built.get(), sizeof was_built, cudaMemcpyDeviceToHost));
+  if (was_built != 1)
+    return "this build holds no sm_90a code (wgmma needs it): configure with CMAKE_CUDA_ARCHITECTURES including "
+           "90a (the default does)";
+  return "";
+}
 
 std::vector<std::uint32_t> wgmma_probe(const emu::MmaModel& m, std::span<const std::uint32_t> a,
                                        std::span<const std::uint32_t> b, std::span<const std::uint32_t> c, int K) {

@@ -5,11 +5,17 @@
 // emu::mma_dot models. Internal to the GPU side: mma_probe() calls it for the sm90.wgmma presets.
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "emu/mma_model.h"
 
 namespace mpverify::gpu::detail {
+
+// Empty when this build holds sm_90a code of the wgmma kernel for the present device (an sm_90 one), else
+// why not; mma_probe_device_reason() asks it. A build for compute_90 or sm_90 without the "a" compiles the
+// kernel's stub, which only reports that it was not built.
+std::string wgmma_build_reason();
 
 // Before any case, a layout check: k dots whose a is one-hot must each give back the b it was paired with;
 // throws std::runtime_error saying which pairing failed, or that this build holds no sm_90a code.
