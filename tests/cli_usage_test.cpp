@@ -5,7 +5,10 @@
 // define what they print.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "gpu/device.h"
 #include "support/run_command.h"
@@ -66,6 +69,35 @@ TEST(CliUsage, OtherUsageErrorsStillSayWhatIsWrong) {
   const auto r = run_command(cli("analyze --format fp16"), "", true);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("mpverify analyze: error: path is required"), std::string::npos) << r.out;
+}
+
+// `mpverify --help` fits one screen: a line per command (the list the unknown-command error gives, an
+// independent source), none wider than 100 columns; the long descriptions stay in each command's --help.
+TEST(CliUsage, RootHelpListsEachCommandOnOneLineOnOneScreen) {
+  const auto unknown = run_command(cli("no-such-command"), "", true);
+  const std::size_t from = unknown.out.find("(commands: ");
+  ASSERT_NE(from, std::string::npos) << unknown.out;
+  std::vector<std::string> commands;
+  std::stringstream list(unknown.out.substr(from + 11, unknown.out.find(')', from) - from - 11));
+  for (std::string name; std::getline(list, name, ',');) commands.push_back(name.substr(name.find_first_not_of(' ')));
+  ASSERT_GE(commands.size(), 17u);
+  const auto r = run_command(cli("--help"), "");
+  ASSERT_EQ(r.exit_code, 0);
+  std::vector<std::string> lines;
+  std::stringstream text(r.out);
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  EXPECT_LE(lines.size(), 40u) << r.out;
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 100u) << line;
+  for (const std::string& name : commands) {
+    const std::string prefix = std::string(2, ' ').append(name).append(1, ' ');
+    const auto listed = std::count_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.rfind(prefix, 0) == 0 && line.size() > name.size() + 12;
+    });
+    EXPECT_EQ(listed, 1) << name << " is not listed once with its summary:\n" << r.out;
+  }
+  // The long description is the command's own: ops --help still has the gemm policy's keys.
+  EXPECT_EQ(r.out.find("promotion=N"), std::string::npos);
+  EXPECT_NE(run_command(cli("ops --help"), "").out.find("promotion=N"), std::string::npos);
 }
 
 TEST(CliUsage, AnalyzeHelpDefinesHeadroomAndEveryRateItPrints) {

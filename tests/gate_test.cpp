@@ -330,6 +330,56 @@ TEST_F(GateCli, WideSpreadIsInconclusiveAndSaysHowManySeeds) {
   const json j = gate_json("--baseline fp32 --candidate o2 --metric accuracy --margin 1", 3);
   ASSERT_TRUE(j["seeds_needed"].is_number_integer());
   EXPECT_GT(j["seeds_needed"].get<int>(), 3);
+  // The difference (0.5 points) lies inside the margin (1): more seeds would point to equivalent.
+  EXPECT_EQ(j["leaning_toward"], "equivalent");
+  EXPECT_NE(o.out.find("the observed difference lies inside the margin, so more seeds would point to EQUIVALENT"),
+            std::string::npos) << o.out;
+  // The same spread 3 points apart, margin 1: outside, towards not equivalent, and the line says so.
+  write_ensemble(root_ / "o2-far", accuracies({4, 5, 6}, {0.89, 0.95, 0.92}, "o2"));
+  const Outcome far = gate("--baseline fp32 --candidate o2-far --metric accuracy --margin 1");
+  EXPECT_EQ(far.exit_code, 3) << far.out_err;
+  EXPECT_NE(far.out.find("lies outside the margin, so more seeds would point to NOT EQUIVALENT"), std::string::npos)
+      << far.out;
+  EXPECT_EQ(gate_json("--baseline fp32 --candidate o2-far --metric accuracy --margin 1", 3)["leaning_toward"],
+            "not equivalent");
+}
+
+// Any figure a run's evaluation records is a metric of run directories, in its own unit: a language model's
+// perplexity (lower is better, from the documented names), a user's own score (its direction stated).
+TEST_F(GateCli, AnyEvaluationFigureOfRunDirectoriesIsAMetric) {
+  const std::vector<double> base = {3.10, 3.12, 3.08, 3.11, 3.09, 3.13}, worse = {3.61, 3.62, 3.57, 3.60, 3.60, 3.63};
+  auto runs = [&](const std::vector<double>& ppl, const char* recipe) {
+    auto r = accuracies(kSeeds, kBaseline, recipe);
+    for (std::size_t i = 0; i < r.size(); ++i) r[i].extra_evaluation = {{"perplexity", ppl[i]}, {"my_score", ppl[i]}};
+    return r;
+  };
+  write_ensemble(root_ / "fp32", runs(base, "fp32"));
+  write_ensemble(root_ / "bf16", runs(worse, "bf16"));
+  const Outcome o = gate("--baseline fp32 --candidate bf16 --metric perplexity --margin 0.2");
+  EXPECT_EQ(o.exit_code, 1) << o.out_err;
+  EXPECT_EQ(o.out.rfind("NOT EQUIVALENT (perplexity)", 0), 0u) << o.out;
+  json j = gate_json("--baseline fp32 --candidate bf16 --metric perplexity --margin 0.2", 1);
+  EXPECT_EQ(j["unit"], "perplexity");
+  EXPECT_EQ(j["direction"], "lower");
+  // Per-seed differences 0.51, 0.50, 0.49, 0.49, 0.51, 0.50: mean 0.5 (sums of decimals: 1e-9).
+  EXPECT_NEAR(j["difference"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(j["baseline_runs"][0]["value"].get<double>(), 3.10, 1e-12);
+  // test_loss (0.3 in every run of these fixtures): equal sides, no spread, the steps of none: inconclusive.
+  EXPECT_NE(gate("--baseline fp32 --candidate bf16 --metric test_loss --margin 0.1").exit_code, 2);
+  // A name without a known direction: the test is the same, the direction unspecified until stated.
+  j = gate_json("--baseline fp32 --candidate bf16 --metric my_score --margin 0.2", 1);
+  EXPECT_TRUE(j["direction"].is_null());
+  j = gate_json("--baseline fp32 --candidate bf16 --metric my_score --margin 0.2 --lower-is-better", 1);
+  EXPECT_EQ(j["direction"], "lower");
+  // A figure the runs do not record is bad input naming what they hold.
+  expect_bad_input("--baseline fp32 --candidate bf16 --metric bleu --margin 1", {"has no \"bleu\"", "perplexity"});
+  // A null figure is a diverged run, which never passes.
+  auto diverged = runs(base, "bf16");
+  diverged[2].extra_evaluation["perplexity"] = nullptr;
+  write_ensemble(root_ / "bf16-diverged", diverged);
+  const Outcome d = gate("--baseline fp32 --candidate bf16-diverged --metric perplexity --margin 0.2");
+  EXPECT_EQ(d.exit_code, 1) << d.out_err;
+  EXPECT_NE(d.out.find("evaluation.perplexity is null (diverged)"), std::string::npos) << d.out;
 }
 
 TEST_F(GateCli, DivergedRunsNeverPass) {

@@ -295,10 +295,12 @@ TEST_F(GateCli, AnyMetricNameWithItsDirection) {
   expect_bad_input(low + " --higher-is-better --lower-is-better", {"--lower-is-better"});
   expect_bad_input("--baseline fp32.csv --candidate low.csv --metric accuracy --margin 1 --lower-is-better",
                    {"higher-is-better"});
-  // Run directories hold the named metrics only.
+  // On run directories any other name is a figure of their evaluation: one they lack is bad input, naming
+  // what they hold (gate_test.cpp's AnyEvaluationFigureOfRunDirectoriesIsAMetric gates one they have).
   write_ensemble(root_ / "fp32", accuracies(kSeeds, fractions(kBaselinePoints), "fp32"));
   write_ensemble(root_ / "o2", accuracies(kSeeds, fractions(shifted(0)), "o2"));
-  expect_bad_input("--baseline fp32 --candidate o2 --metric bleu --margin 1", {"--metric", "value files"});
+  expect_bad_input("--baseline fp32 --candidate o2 --metric bleu --margin 1",
+                   {"--metric bleu", "evaluation has no \"bleu\"", "test_accuracy"});
 }
 
 TEST_F(GateCli, BadValueFileInputExitsTwo) {

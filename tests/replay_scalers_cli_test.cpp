@@ -525,6 +525,25 @@ TEST(ReplayScalersCli, InitialStateDeepSpeedEqualsTheTailOfALongerReplay) {
               {16, 8});
 }
 
+// With one strategy replayed, the file may be the saved state itself (a GradScaler.state_dict() as JSON):
+// the same replay as the state under the strategy's key.
+TEST(ReplayScalersCli, OneStrategysInitialStateMayBeTheSavedStateItself) {
+  const std::string fields = R"({"scale": 2.0, "growth_interval": 3, "_growth_tracker": 2})";
+  const std::string bare = temp_file(fields), keyed = temp_file(R"({"torch": )" + fields + "}");
+  const std::string flags = "0\n0\n1\n0\n";
+  const auto a = run_command(replay("--trace - --json --strategies torch --initial-state " + bare), flags);
+  const auto b = run_command(replay("--trace - --json --strategies torch --initial-state " + keyed), flags);
+  // With two strategies the bare fields name no strategy: refused.
+  const auto two = run_command(replay("--trace - --strategies torch,apex --initial-state " + bare), flags);
+  std::remove(bare.c_str());
+  std::remove(keyed.c_str());
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  // scale 2 with the tracker at 2 of 3: the first step grows it, the overflow halves it.
+  EXPECT_EQ(lane_of(a.out, "torch").scales, std::vector<double>({2, 4, 4, 2}));
+  EXPECT_EQ(two.exit_code, 2);
+}
+
 TEST(ReplayScalersCli, InitialStateErrorsExit2WithNoOutput) {
   for (const std::string state :
        {R"({"torch": {"scale": 2, "growth_tracker": 1}})",  // Megatron's name, not torch's

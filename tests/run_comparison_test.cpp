@@ -370,6 +370,29 @@ TEST(RunComparison, MalformedRecordsNameFileLineAndKey) {
       << rejection(a, b);
 }
 
+// The Monitor (mpverify.torch) writes the two rates only on the steps it records (every > 1) and leaves
+// lost_update_rate out of a skipped step: such steps compare without them.
+TEST(RunComparison, StepsWithoutRatesCompareWithoutThem) {
+  json unrecorded = step(1, 1.25);
+  unrecorded.erase("underflow_rate");
+  unrecorded.erase("lost_update_rate");
+  json skipped = step(2, 1.0, 1, true, 0.25);
+  skipped.erase("lost_update_rate");
+  const RunRecords a = run("a", {step(0, 1.5, 1, false, 0.5, 0.125), unrecorded, skipped});
+  const RunRecords b = run("b", {step(0, 1.5), step(1, 1.5), step(2, 1.0)});
+  ASSERT_EQ(rejection(a, b), "");
+  const auto c = compare::compare_runs(a, b);
+  ASSERT_EQ(c.steps.size(), 3u);
+  EXPECT_EQ(c.steps[0].underflow_rate_a, 0.5);
+  EXPECT_EQ(c.steps[0].lost_update_rate_a, 0.125);
+  EXPECT_FALSE(c.steps[1].underflow_rate_a.has_value());
+  EXPECT_FALSE(c.steps[1].lost_update_rate_a.has_value());
+  EXPECT_EQ(c.steps[1].underflow_rate_b, 0.0);
+  EXPECT_EQ(c.steps[1].loss_difference, 0.25);
+  EXPECT_EQ(c.steps[2].underflow_rate_a, 0.25);
+  EXPECT_FALSE(c.steps[2].lost_update_rate_a.has_value());
+}
+
 TEST(RunComparison, NoCommonStepIsAnError) {
   const std::string why = rejection(run("a", {step(0, 1.0), step(1, 1.0)}), run("b", {step(5, 1.0), step(9, 1.0)}));
   EXPECT_NE(why.find("no step in common: a has 2 steps (0..1), b has 2 (5..9)"), std::string::npos) << why;

@@ -35,16 +35,15 @@ struct GateArguments {
   bool json = false, higher = false, lower = false, accept_single_run = false;
 };
 
-metrics::GateOptions gate_options(const GateArguments& o, bool files) {
+metrics::GateOptions gate_options(const GateArguments& o) {
   metrics::GateOptions options;
   if (const auto metric = metrics::parse_gate_metric(o.metric)) {
     options.metric = *metric;
-  } else if (files && !o.metric.empty()) {
+  } else if (!o.metric.empty()) {  // a value file's column, or a figure of the runs' evaluation
     options.metric = metrics::GateMetric::custom;
     options.metric_name = o.metric;
   } else {
-    throw UsageError("--metric must be accuracy, fid, kid or loss for run directories, not '" + o.metric +
-                     "' (any other metric: give value files, --baseline a.csv --candidate b.csv)");
+    throw UsageError("--metric is empty: name accuracy, fid, kid, loss or a figure of the runs' evaluation");
   }
   options.margin = o.margin;
   options.alpha = o.alpha;
@@ -97,7 +96,7 @@ metrics::GateResult evaluate_statistics(const GateArguments& o) {
                      "): a run compared with itself shows no spread and proves nothing; give the candidate recipe's "
                      "statistics");
   try {
-    return metrics::evaluate_fid_statistics_gate(o.baseline, o.candidate, o.fid_reference, gate_options(o, false));
+    return metrics::evaluate_fid_statistics_gate(o.baseline, o.candidate, o.fid_reference, gate_options(o));
   } catch (const std::exception& e) {
     throw UsageError(e.what());
   }
@@ -112,7 +111,7 @@ metrics::GateResult evaluate(const GateArguments& o) {
     throw UsageError("--baseline is " + std::string(file_b ? "a value file" : "a directory") + " but --candidate " +
                      (file_c ? "a value file" : "a directory") +
                      ": give both sides the same way (run directories carry the configs the gate compares)");
-  const metrics::GateOptions options = gate_options(o, file_b);
+  const metrics::GateOptions options = gate_options(o);
   std::error_code same_error;
   if (std::filesystem::equivalent(o.baseline, o.candidate, same_error))
     throw UsageError("--baseline and --candidate name the same " + std::string(file_b ? "file" : "directory") + " (" +
@@ -189,8 +188,10 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
       ->type_name("DIR|FILE");
   app->add_option("--metric", o->metric,
                   "Directories: accuracy (summary evaluation.test_accuracy, in percentage points), fid "
-                  "(evaluation.fid), kid (evaluation.kid), or loss (mean training loss over the last --loss-tail of "
-                  "the steps). Value files: any name (the values' unit)")
+                  "(evaluation.fid), kid (evaluation.kid), loss (mean training loss over the last --loss-tail of "
+                  "the steps), or any other figure of the runs' evaluation by its name (test_loss, perplexity, ...: "
+                  "evaluation.NAME in its own unit; its direction is known for common names, else say it with "
+                  "--higher-is-better or --lower-is-better). Value files: any name (the values' unit)")
       ->required()
       ->type_name("NAME");
   auto* higher = app->add_flag("--higher-is-better", o->higher,

@@ -1,9 +1,11 @@
 // The `mpverify` program: the root command line, its subcommands (each in its
 // own file, see commands.h), and the one-line usage errors (exit code 2).
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -97,6 +99,47 @@ int run_chosen(const std::vector<Command>& commands) {
   return 2;
 }
 
+// One line per command for `mpverify --help`: each command's own --help keeps its long description.
+const char* summary(const std::string& command) {
+  static const std::vector<std::pair<std::string, const char*>> lines{
+      {"formats", "list the number formats and their constants"},
+      {"round", "round values to a format once: bits, value and IEEE flags"},
+      {"eval", "evaluate operations or tensor-core dot products case by case (TestFloat lines)"},
+      {"ops", "one op on the reference, the emulator and the GPU, every pair of sides compared"},
+      {"replay-scalers", "replay a recorded trace under several loss-scale strategies"},
+      {"train", "train a model under a precision recipe and loss scaler, recording every step"},
+      {"compare-runs", "compare two run directories step by step"},
+      {"gate", "the parity gate for CI: is the candidate equivalent to the baseline?"},
+      {"fid", "FID and KID between two feature matrices"},
+      {"analyze", "what casting dumped tensors to a format would do: underflow, overflow, headroom"},
+      {"swamp", "lost updates (swamping) of dumped weights and updates"},
+      {"quantize", "quantize a tensor in blocks (MX, NVFP4, block-wise FP8)"},
+      {"feature-extractor", "train the feature extractor of FID and KID"},
+      {"study", "the default study: fp32 against o2 on the MNIST CNN, with its report"},
+      {"report-page", "every report of a folder on one self-contained HTML page"},
+      {"allreduce", "sum gradients across ranks in a format, in NCCL's or FSDP's order"},
+      {"sweep", "train every run of a plan (recipe x scaler x seed, ...)"},
+  };
+  for (const auto& [name, line] : lines)
+    if (name == command) return line;
+  return nullptr;
+}
+
+std::string root_help(const std::vector<Command>& commands) {
+  std::string text =
+      "mpverify: verifies the numerics of mixed-precision (fp16, bf16, fp8) training.\n"
+      "Usage: mpverify COMMAND [OPTIONS]; 'mpverify COMMAND --help' describes a command and its options.\n\n"
+      "Commands:\n";
+  for (const Command& c : commands) {
+    const std::string name = c.app->get_name();
+    const char* line = summary(name);
+    text += "  " + name + std::string(name.size() < 19 ? 19 - name.size() : 1, ' ') +
+            (line ? line : c.app->get_description().substr(0, c.app->get_description().find('\n'))) + "\n";
+  }
+  return text + "\nOptions:\n  -h, --help         this list\n"
+                "  --version          the version and the GPU it can use\n";
+}
+
 // The version and the GPU this build can use (a second line, so scripts can tell whether the gpu side
 // runs here: experiments/regenerate-reports does). Asked only when --version is given: probing the
 // device takes a while.
@@ -125,7 +168,11 @@ int main(int argc, char** argv) {
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::cout << root.help();
+    // A command's --help is its own page (CLI11 hands it to the parsed subcommand); the root's is the list.
+    const bool for_a_command = std::any_of(commands.begin(), commands.end(), [](const Command& c) {
+      return c.app->parsed();
+    });
+    std::cout << (for_a_command ? root.help() : root_help(commands));
     return 0;
   } catch (const CLI::CallForAllHelp&) {
     std::cout << root.help("", CLI::AppFormatMode::All);

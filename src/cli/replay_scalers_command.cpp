@@ -210,7 +210,8 @@ std::vector<std::pair<std::string, std::vector<training::TraceStep>>> optimizer_
 }
 
 // --initial-state: {"torch": {...state_dict...}, "torch/D": {...}, ...}; a key
-// "STRATEGY/OPTIMIZER" is that optimizer's, "STRATEGY" every optimizer's.
+// "STRATEGY/OPTIMIZER" is that optimizer's, "STRATEGY" every optimizer's. With one strategy replayed, the
+// saved state itself (torch's GradScaler.state_dict() as JSON, no key naming a strategy) is that one's.
 nlohmann::json read_states(const ReplayOptions& o, const std::vector<std::string>& names) {
   if (o.initial_state.empty()) return nlohmann::json::object();
   nlohmann::json j;
@@ -222,6 +223,10 @@ nlohmann::json read_states(const ReplayOptions& o, const std::vector<std::string
   if (!j.is_object())
     throw UsageError("--initial-state " + o.initial_state +
                      ": expected an object of saved states, e.g. {\"torch\": {\"scale\": 65536, \"_growth_tracker\": 3}}");
+  const bool names_a_strategy = std::any_of(j.items().begin(), j.items().end(), [&](const auto& item) {
+    return std::find(names.begin(), names.end(), item.key().substr(0, item.key().find('/'))) != names.end();
+  });
+  if (names.size() == 1 && !names_a_strategy && !j.empty()) return nlohmann::json{{names.front(), j}};
   for (const auto& [key, state] : j.items()) {
     const std::string strategy = key.substr(0, key.find('/'));
     if (std::find(names.begin(), names.end(), strategy) == names.end())

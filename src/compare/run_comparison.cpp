@@ -59,6 +59,12 @@ std::optional<double> number(const json& record, const char* key, const Source& 
   at.fail(what);
 }
 
+// A number that a record may leave out: nullopt when the key is absent.
+std::optional<double> optional_number(const json& record, const char* key, const Source& at) {
+  if (record.is_object() && !record.contains(key)) return std::nullopt;
+  return number(record, key, at);
+}
+
 // nullopt for every non-finite value: what StepComparison and
 // TensorComparison mean by an absent number.
 std::optional<double> finite(std::optional<double> v) {
@@ -111,8 +117,8 @@ std::map<std::int64_t, Step> read_steps(const RunRecords& run, const std::string
     }
     s.loss = finite(number(r, loss_key.c_str(), at));
     s.scale = finite(number(r, "scale", at));
-    s.underflow_rate = finite(number(r, "underflow_rate", at));
-    s.lost_update_rate = finite(number(r, "lost_update_rate", at));
+    s.underflow_rate = finite(optional_number(r, "underflow_rate", at));  // absent on a step not recorded
+    s.lost_update_rate = finite(optional_number(r, "lost_update_rate", at));
     const json& skipped = member(r, "skipped", at);
     if (!skipped.is_boolean()) at.fail("\"skipped\" must be true or false, got " + skipped.dump());
     s.skipped = skipped.get<bool>();

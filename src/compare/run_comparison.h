@@ -11,7 +11,9 @@
 //    ("loss"; a GAN's "loss_d"/"loss_g"), "scale", "skipped" (bool),
 //    "underflow_rate", "lost_update_rate". A number may be null, which is how
 //    the run log writes a non-finite value; the strings "nan", "inf", "-inf"
-//    are read as those values. Other keys are ignored.
+//    are read as those values. The two rates may be absent: a step the
+//    Monitor (mpverify.torch) did not record (every > 1) or skipped has
+//    none, and reads as a step without them. Other keys are ignored.
 //  - tensors.jsonl (optional): one object per stored tensor per recorded
 //    step with "step", "layer", "tensor", "pass", "underflow_to_zero_rate",
 //    "overflow_rate", "headroom_log2" (null: +inf, nothing can overflow),

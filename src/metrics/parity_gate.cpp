@@ -258,6 +258,23 @@ std::optional<GateMetric> parse_gate_metric(const std::string& name) {
   return std::nullopt;
 }
 
+Direction direction_of_name(const std::string& name) {
+  // Names a run's evaluation commonly uses, by what they measure: errors, losses and distances are lower-is-
+  // better; scores and rates of success higher-is-better.
+  static const std::vector<std::string> lower{"loss", "test_loss", "val_loss", "eval_loss", "perplexity", "ppl",
+                                              "test_perplexity", "val_perplexity", "bpc", "bits_per_char",
+                                              "error", "test_error", "error_rate", "wer", "cer", "fid", "kid", "mse",
+                                              "rmse", "mae", "nll"};
+  static const std::vector<std::string> higher{"accuracy", "test_accuracy", "val_accuracy", "acc", "top1",
+                                               "top5", "bleu", "rouge", "f1", "auc", "auroc", "precision", "recall",
+                                               "exact_match", "psnr", "ssim", "inception_score"};
+  for (const std::string& n : lower)
+    if (n == name) return Direction::lower_is_better;
+  for (const std::string& n : higher)
+    if (n == name) return Direction::higher_is_better;
+  return Direction::unspecified;
+}
+
 Direction natural_direction(GateMetric metric) {
   switch (metric) {
     case GateMetric::accuracy: return Direction::higher_is_better;
@@ -372,6 +389,13 @@ void kid_outcome(const RunDirectory& run, const char* metric, RunOutcome& o) {
   if (!o.value && o.divergence.empty()) o.divergence = "summary.json: evaluation.kid is null (diverged)";
 }
 
+// Any other figure of the run's evaluation (test_loss, perplexity, a user's own), in its own unit.
+void named_outcome(const RunDirectory& run, const std::string& name, RunOutcome& o) {
+  const json& e = evaluation_of(run, name.c_str());
+  o.value = evaluation_value(run, e, name.c_str(), name.c_str());
+  if (!o.value && o.divergence.empty()) o.divergence = "summary.json: evaluation." + name + " is null (diverged)";
+}
+
 // The mean loss over the tail; the run's loss curve is kept on its side (for the envelope).
 void loss_outcome(const RunDirectory& run, const GateResult& g, std::int64_t steps, Side& side, RunOutcome& o) {
   side.curves.push_back(read_loss_curve(run, g.loss_key, steps, !o.divergence.empty()));
@@ -400,6 +424,7 @@ void read_outcomes(Side& side, const GateResult& g, const GateOptions& options, 
     if (options.metric == GateMetric::accuracy) accuracy_outcome(run, metric, o);
     else if (options.metric == GateMetric::fid) fid_outcome(run, metric, o);
     else if (options.metric == GateMetric::kid) kid_outcome(run, metric, o);
+    else if (options.metric == GateMetric::custom) named_outcome(run, options.metric_name, o);
     else loss_outcome(run, g, steps, side, o);
     if (!o.divergence.empty()) o.value.reset();
     side.outcomes.push_back(std::move(o));
@@ -408,8 +433,8 @@ void read_outcomes(Side& side, const GateResult& g, const GateOptions& options, 
 
 // After the values, so that a run lacking the metric is reported as that.
 void check_evaluation_sizes(const std::vector<const RunDirectory*>& all, GateMetric metric) {
-  if (metric != GateMetric::loss)
-    check_same_evaluation_size(all, metric == GateMetric::accuracy ? "test_size" : "n");  // fid, kid: n
+  if (metric != GateMetric::loss)  // fid, kid: n; accuracy and the evaluation's other figures: test_size
+    check_same_evaluation_size(all, metric == GateMetric::accuracy || metric == GateMetric::custom ? "test_size" : "n");
   // FIDs (and KIDs) compare only at the same real set size and through the
   // same extractor (its file's sha256; runs without these fields pass as before).
   if (metric == GateMetric::fid || metric == GateMetric::kid) {
@@ -584,18 +609,18 @@ RunOutcome file_outcome(const ValueFile& file, const ValueRecord& r) {
 
 GateResult evaluate_gate(const Ensemble& baseline, const Ensemble& candidate, const GateOptions& options) {
   check_gate_options(options);
-  if (options.metric == GateMetric::custom)
-    throw InputError("--metric " + options.metric_name +
-                     ": run directories hold accuracy, fid, kid and loss; any other metric needs value files "
-                     "(--baseline a.csv --candidate b.csv)");
   GateResult g;
   name_result(g, options);
+  // A figure of the runs' evaluation by a common name knows its direction (a value file's column states it).
+  if (g.direction == Direction::unspecified && options.metric == GateMetric::custom)
+    g.direction = direction_of_name(options.metric_name);
   g.baseline = baseline.name;
   g.candidate = candidate.name;
 
   const std::vector<const RunDirectory*> all = comparable_runs(baseline, candidate);
   std::int64_t steps = 0;
   if (options.metric == GateMetric::loss) steps = prepare_loss_gate(g, all, options);
+  else if (options.metric == GateMetric::custom) g.unit = options.metric_name;
   else g.unit = options.metric == GateMetric::accuracy ? "points" : options.metric == GateMetric::fid ? "FID" : "KID";
 
   Side b{&baseline, "baseline", {}, {}}, c{&candidate, "candidate", {}, {}};
@@ -622,6 +647,12 @@ GateResult evaluate_gate(const ValueFile& baseline, const ValueFile& candidate, 
   for (const ValueRecord& r : candidate.records) c.outcomes.push_back(file_outcome(candidate, r));
   decide(g, b, c, options, 0);
   return g;
+}
+
+const char* leaning_toward(const EquivalenceResult& t) {
+  if (t.verdict != Verdict::inconclusive || !std::isfinite(t.difference) || std::fabs(t.difference) == t.margin)
+    return nullptr;
+  return std::fabs(t.difference) < t.margin ? "equivalent" : "not equivalent";
 }
 
 std::string gate_verdict_line(const GateResult& g) {
@@ -656,6 +687,10 @@ std::string gate_verdict_line(const GateResult& g) {
               " if the observed difference and spread hold";
     else if (t.method == EquivalenceMethod::stderr_t)
       line += " (>= 2 runs per side)";
+    if (const char* lean = leaning_toward(t))
+      line += std::string("; the observed difference lies ") +
+              (std::string(lean) == "equivalent" ? "inside" : "outside") + " the margin, so more seeds would point to " +
+              (std::string(lean) == "equivalent" ? "EQUIVALENT" : "NOT EQUIVALENT");
   }
   return line;
 }
@@ -727,6 +762,8 @@ nlohmann::ordered_json gate_json(const GateResult& g) {
     j["p_lower"] = t.p_lower;
     j["p_upper"] = t.p_upper;
     j["seeds_needed"] = t.seeds_needed ? oj(*t.seeds_needed) : oj(nullptr);
+    const char* lean = leaning_toward(t);
+    j["leaning_toward"] = lean ? oj(lean) : oj(nullptr);
     j["resolution_spread"] = t.resolution_spread > 0 ? oj(t.resolution_spread) : oj(nullptr);
   } else {
     j["method"] = nullptr;

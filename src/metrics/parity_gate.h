@@ -24,6 +24,9 @@
 //  - kid: summary.evaluation.kid, like fid with >= 2 runs per side (its
 //    kid_stderr is the spread of one subset's estimate, not a standard
 //    error, so no single-run test).
+//  - any other name (GateMetric::custom): summary.evaluation.<name>, a figure
+//    the run's evaluation recorded (test_loss, perplexity, a user's own), in
+//    its own unit, null for a diverged run; test_size must agree where given.
 // Value files (metrics/value_file.h) give the values directly, under any
 // metric name (GateMetric::custom; accuracy/fid/kid/loss name their
 // direction only): one value per seed, a non-finite value a diverged run.
@@ -81,6 +84,11 @@ const char* to_string(Direction direction);  // "unspecified", "higher", "lower"
 std::optional<GateMetric> parse_gate_metric(const std::string& name);
 // accuracy: higher; fid, kid, loss: lower; custom: unspecified.
 Direction natural_direction(GateMetric metric);
+// A figure of the runs' evaluation: its direction from its name, when it is one of the documented common
+// names (test_loss, perplexity, bpc, error, wer, ...: lower; accuracy, top1, bleu, f1, auc, ...: higher);
+// else unspecified, and --higher-is-better / --lower-is-better says it (the test itself is symmetric).
+// Value files' metrics keep the direction their flags state.
+Direction direction_of_name(const std::string& name);
 
 struct GateOptions {
   GateMetric metric = GateMetric::accuracy;
@@ -172,6 +180,10 @@ int gate_exit_code(Verdict verdict);
 // One readable line: the verdict in capitals, the difference, interval,
 // margin, method and n; or the diverged run.
 std::string gate_verdict_line(const GateResult& result);
+// An inconclusive test's lean: "equivalent" when the observed difference lies inside the margin, "not
+// equivalent" outside it; nullptr for a decided test or a difference exactly on the margin. More seeds move
+// the interval, not (in expectation) the difference, so this is where they would most likely lead.
+const char* leaning_toward(const EquivalenceResult& test);
 // Everything, for --json: verdict, exit_code, line, metric, unit, method,
 // n_baseline, n_candidate, means, difference, standard_error, df (null when
 // infinite), ci_level, ci_lower, ci_upper, p_lower, p_upper, margin, alpha,

@@ -18,6 +18,7 @@
 #include "record/run_log.h"
 #include "tensor_input.h"
 #include "training/loss_scaler.h"
+#include "training/scaler_state.h"
 #include "training/step_recorder.h"
 
 namespace py = pybind11;
@@ -31,6 +32,9 @@ class PyScaler {
  public:
   PyScaler(const std::string& name, const std::map<std::string, std::string>& options)
       : name_(name), scaler_(training::make_scaler(name, options)) {}
+  // From a framework's saved state (training/scaler_state.h: torch's GradScaler.state_dict(), ...).
+  PyScaler(const std::string& name, const std::map<std::string, std::string>& options, const py::dict& state)
+      : name_(name), scaler_(training::make_scaler_from_state(name, options, to_json(state))) {}
 
   py::dict step(const py::object& arg) {
     training::StepResult r;
@@ -150,6 +154,8 @@ void bind_scaler(py::module_& m) {
   py::class_<PyScaler>(m, "Scaler", "A loss-scale or FP8-scale strategy (`mpverify replay-scalers` lists them).")
       .def(py::init<const std::string&, const std::map<std::string, std::string>&>(), py::arg("name"),
            py::arg("options"))
+      .def(py::init<const std::string&, const std::map<std::string, std::string>&, const py::dict&>(),
+           py::arg("name"), py::arg("options"), py::arg("state"))
       .def("step", &PyScaler::step, exact_fp(), py::arg("found_inf_or_amax"))
       .def("state", &PyScaler::state)
       .def_property_readonly("scale", &PyScaler::scale);

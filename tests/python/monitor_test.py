@@ -75,15 +75,16 @@ def batches(seed, steps, n=16):
 
 
 def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor=1.0, hooks=None,
-          provenance="every_step", evaluate=True):
+          provenance="every_step", evaluate=True, device="cpu", evaluation=None):
     torch.manual_seed(seed)
-    model = small_cnn()
+    model = small_cnn().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="small-cnn",
                          verbose=False, provenance=provenance)
     if hooks:
         hooks(model, monitor)
     for step, (x, y) in enumerate(batches(seed, steps)):
+        x, y = x.to(device), y.to(device)
         opt.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             loss = torch.nn.functional.cross_entropy(model(x), y) * loss_factor
@@ -95,10 +96,12 @@ def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor
             loss.backward()
             opt.step()
         monitor.step(loss)
-    if evaluate:
+    if evaluation is not None:
+        monitor.evaluation(**evaluation)
+    elif evaluate:
         with torch.no_grad():
             x, y = next(batches(seed + 500, 1, n=200))
-            accuracy = float((model(x).argmax(1) == y).float().mean())
+            accuracy = float((model(x.to(device)).argmax(1) == y.to(device)).float().mean())
         monitor.evaluation(test_accuracy=accuracy, test_size=200)
     monitor.close()
     return model
@@ -155,6 +158,17 @@ def fp16_counts(v):
 
 
 def test_monitor_counts_equal_torch_casts(tmp_path):
+    check_counts_equal_torch_casts(tmp_path, "cpu")
+
+
+# The same on CUDA tensors: the model, its data and every recorded tensor on the device (the GPU session runs
+# it with the device's torch; skipped where torch sees no CUDA device).
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device here")
+def test_monitor_counts_on_cuda_tensors_equal_torch_casts(tmp_path):
+    check_counts_equal_torch_casts(tmp_path, "cuda")
+
+
+def check_counts_equal_torch_casts(tmp_path, device):
     captured = {}
 
     def hooks(model, monitor):
@@ -171,7 +185,7 @@ def test_monitor_counts_equal_torch_casts(tmp_path):
 
     # A loss factor of 2^-20 and a static scale of 2^10 put gradients where fp16 loses some.
     scaler = mt.GradScaler("static", scale=1024)
-    model = train(tmp_path / "run", 7, steps=4, scaler=scaler, loss_factor=2.0 ** -20, hooks=hooks)
+    model = train(tmp_path / "run", 7, steps=4, scaler=scaler, loss_factor=2.0 ** -20, hooks=hooks, device=device)
     lines = [t for t in read_lines(tmp_path / "run" / "tensors.jsonl") if t["step"] == 3]
     checked = 0
     for key, value in captured.items():
@@ -322,6 +336,62 @@ def test_provenance_places_parameter_gradients_after_their_modules_backward(tmp_
 
 # --- the GradScaler against torch's rule ---------------------------------------------------------
 
+def test_compare_runs_reads_runs_recorded_every_third_step_with_a_skipped_step(tmp_path):
+    """A Monitor at every=3 writes the rates on recorded steps only, and a skipped step has no lost-update
+    rate: compare-runs reads both runs and compares those steps without the rates they lack."""
+    def plant_inf_at_step_4(model, monitor):
+        def pre(module, inputs):
+            model[2].backward_factor = float("inf") if monitor._step == 4 else 1.0
+        model.register_forward_pre_hook(pre)
+
+    train(tmp_path / "every3", 1, steps=8, every=3, scaler=mt.GradScaler("torch"), hooks=plant_inf_at_step_4,
+          evaluate=False)
+    train(tmp_path / "every1", 1, steps=8, scaler=mt.GradScaler("torch"), evaluate=False)
+    steps = read_lines(tmp_path / "every3" / "steps.jsonl")
+    assert any("underflow_rate" not in s for s in steps), "every=3 should leave the rates out of some steps"
+    skipped = [s for s in steps if s["skipped"]]
+    assert [s["step"] for s in skipped] == [4] and "lost_update_rate" not in skipped[0]
+    r = cli("compare-runs", tmp_path / "every3", tmp_path / "every1", "--json")
+    by_step = {s["step"]: s for s in json.loads(r.stdout)["steps"]}
+    assert sorted(by_step) == list(range(8))
+    assert by_step[0]["underflow_rate_a"] is not None and by_step[1]["underflow_rate_a"] is None
+    assert by_step[4]["lost_update_rate_a"] is None and by_step[4]["lost_update_rate_b"] is not None
+
+
+def test_evaluation_without_accuracy_is_not_divergence_and_gates_by_name(tmp_path):
+    """A language model's evaluation has a loss and a perplexity, no accuracy: the run is not diverged, and
+    the gate reads its figures by name from the run directories."""
+    lm = small_cnn()
+    m = mt.Monitor(lm, torch.optim.SGD(lm.parameters(), lr=0.1), out=tmp_path / "lm", verbose=False)
+    m.evaluation(test_loss=1.25, perplexity=3.5, test_size=100)
+    evaluation = json.loads((tmp_path / "lm" / "summary.json").read_text())["evaluation"]
+    assert evaluation == {"test_loss": 1.25, "perplexity": 3.5, "test_size": 100, "diverged": False}
+    m.evaluation(test_loss=float("nan"), test_size=100)  # a non-finite figure: diverged, written as null
+    evaluation = json.loads((tmp_path / "lm" / "summary.json").read_text())["evaluation"]
+    assert evaluation == {"test_loss": None, "test_size": 100, "diverged": True}
+    with pytest.raises(ValueError, match="at least one figure"):
+        m.evaluation(test_size=100)
+    m.close()
+    # Three seeds a side, the candidate's perplexity 0.5 higher on average (per seed 0.53125, 0.46875, 0.5: a
+    # spread, and dyadic, so the mean difference is exact): not equivalent at a margin of 0.2, named as
+    # perplexity (lower is better); test_loss is a metric too.
+    shifts = {"fp32": {1: 0.0, 2: 0.0, 3: 0.0}, "bf16": {1: 0.53125, 2: 0.46875, 3: 0.5}}
+    for side in ("fp32", "bf16"):
+        for seed in (1, 2, 3):
+            train(tmp_path / side / f"seed-{seed}", seed, steps=3,
+                  evaluation={"test_loss": 1.0 + 0.125 * seed, "perplexity": 3.0 + 0.0625 * seed + shifts[side][seed],
+                              "test_size": 200})
+        mpverify.write_ensemble_manifest(tmp_path / side, [1, 2, 3])
+    args = ["gate", "--baseline", tmp_path / "fp32", "--candidate", tmp_path / "bf16", "--margin", "0.2", "--json"]
+    r = cli(*args, "--metric", "perplexity", check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    result = json.loads(r.stdout)
+    assert result["verdict"] == "not equivalent" and result["direction"] == "lower" and result["unit"] == "perplexity"
+    assert result["difference"] == pytest.approx(0.5, abs=1e-12)
+    r = cli(*args, "--metric", "test_loss", check=False)
+    assert r.returncode in (0, 1, 3), r.stderr  # a verdict, not bad input
+
+
 def test_grad_scaler_follows_torch_rule():
     # Transcription of torch's _amp_update_scale_ (aten/src/ATen/native/cuda/AmpKernels.cu,
     # _amp_update_scale_cuda_kernel): found_inf -> scale *= backoff, tracker = 0; else tracker += 1 and
@@ -344,6 +414,77 @@ def test_grad_scaler_follows_torch_rule():
                 grown = np.float32(scale * np.float32(2.0))
                 scale, tracker = (grown if np.isfinite(grown) else scale), 0
     assert ours.get_scale() == float(scale)
+
+
+def torch_rule_scales(flags, scale, growth, backoff, interval, tracker=0):
+    """The scale each step runs with under torch's rule (transcribed in test_grad_scaler_follows_torch_rule)."""
+    scale, out = np.float32(scale), []
+    for found in flags:
+        out.append(float(scale))
+        if found:
+            scale, tracker = np.float32(scale * np.float32(backoff)), 0
+        else:
+            tracker += 1
+            if tracker == interval:
+                grown = np.float32(scale * np.float32(growth))
+                scale, tracker = (grown if np.isfinite(grown) else scale), 0
+    return out, float(scale), tracker
+
+
+def run_scaler(scaler, flags):
+    w = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([w], lr=0.0)
+    scales = []
+    for found in flags:
+        scales.append(scaler.get_scale())
+        opt.zero_grad()
+        scaler.scale((w * (float("inf") if found else 1.0)).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+    return scales
+
+
+def test_grad_scaler_is_a_drop_in_for_torchs(tmp_path):
+    # torch's constructor: GradScaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+    # (torch/amp/grad_scaler.py, GradScaler.__init__); "cuda" as the device names the torch strategy.
+    ours = mt.GradScaler("cuda", init_scale=2.0 ** 10, growth_factor=4.0, backoff_factor=0.25, growth_interval=2)
+    flags = [False, False, True, False, True, False, False, False]
+    expected, scale, tracker = torch_rule_scales(flags, 2.0 ** 10, 4.0, 0.25, 2)
+    assert run_scaler(ours, flags) == expected
+    # state_dict(): torch's own five fields (GradScaler.state_dict in the same file), nothing else.
+    state = ours.state_dict()
+    assert state == {"scale": scale, "growth_factor": 4.0, "backoff_factor": 0.25, "growth_interval": 2,
+                     "_growth_tracker": tracker}
+    # Loaded into a fresh scaler, it continues where the first one is.
+    more = [False, True, False, False, False]
+    again = mt.GradScaler()
+    again.load_state_dict(state)
+    assert run_scaler(again, more) == run_scaler(ours, more) == torch_rule_scales(more, scale, 4.0, 0.25, 2, tracker)[0]
+    # replay-scalers --initial-state reads the same dict: the replay continues from it too.
+    (tmp_path / "state.json").write_text(json.dumps(state))  # the saved state itself: one strategy replayed
+    (tmp_path / "trace.txt").write_text("".join("1\n" if f else "0\n" for f in more))
+    r = cli("replay-scalers", "--trace", tmp_path / "trace.txt", "--strategies", "torch", "--initial-state",
+            tmp_path / "state.json", "--json")
+    assert [step["scale"] for step in json.loads(r.stdout)["torch"]] == torch_rule_scales(more, scale, 4.0, 0.25, 2,
+                                                                                          tracker)[0]
+    # Disabled, as torch's: the loss passes through untouched, the scale is 1.0, step() steps, state_dict() is {}.
+    off = mt.GradScaler(init_scale=2.0 ** 10, enabled=False)
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([w], lr=1.0)
+    loss = (w * 3.0).sum()
+    assert off.scale(loss) is loss and off.get_scale() == 1.0 and not off.is_enabled()
+    loss.backward()
+    off.step(opt)
+    off.update()
+    assert torch.equal(w.detach(), torch.full((2,), -2.0)) and off.state_dict() == {}
+    # The Monitor records a disabled scaler as disabled, not as a strategy that scaled.
+    model = small_cnn()
+    m = mt.Monitor(model, torch.optim.SGD(model.parameters(), lr=0.1), scaler=off, out=tmp_path / "off",
+                   verbose=False)
+    m.close()
+    assert json.loads((tmp_path / "off" / "summary.json").read_text())["config"]["scaler"] == "torch (disabled)"
+    with pytest.raises(ValueError, match="not both"):
+        mt.GradScaler(init_scale=8.0, init=8)
 
 
 def test_grad_scaler_unscales_like_torch():

@@ -37,6 +37,7 @@ struct RunSpec {
   double loss_offset = 0;  // losses: 2 / (step + 1) + loss_offset
   json config_overrides = json::object();
   int test_size = 1000;
+  json extra_evaluation = json::object();  // more figures of the evaluation (perplexity, a user's own)
 };
 
 inline json config_for(const RunSpec& r) {
@@ -69,6 +70,7 @@ inline void write_run(const fs::path& dir, const RunSpec& r) {
                   {"test_loss", 0.3},
                   {"test_size", r.test_size}};
   }
+  for (auto it = r.extra_evaluation.begin(); it != r.extra_evaluation.end(); ++it) evaluation[it.key()] = it.value();
   const json summary = {{"config", config_for(r)},
                         {"steps", r.steps},
                         {"skipped_steps", 0},

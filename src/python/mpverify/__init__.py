@@ -117,9 +117,12 @@ class Scaler:
 
     Options are the keys of `mpverify replay-scalers --help` (values as numbers or strings)."""
 
-    def __init__(self, name, **options):
+    def __init__(self, name, state=None, **options):
+        """`state`: a framework's saved scaler state to continue from (torch's GradScaler.state_dict(), NeMo's,
+        Megatron's DynamicGradScaler's, DeepSpeed's loss-scaler fields; `replay-scalers --initial-state`)."""
         self.name = name
-        self._s = _core.Scaler(name, {k: _option_text(v) for k, v in options.items()})
+        texts = {k: _option_text(v) for k, v in options.items()}
+        self._s = _core.Scaler(name, texts) if state is None else _core.Scaler(name, texts, dict(state))
 
     def step(self, found_inf=None, amax=None):
         """One step: found_inf (bool) for a loss scaler, amax (float) for an FP8 scaler. Returns the scale

@@ -2,8 +2,9 @@
 
 torch.cuda.amp.GradScaler disables itself without CUDA (torch < 2.3 has no CPU
 kernels for its unscale and update), so a CPU run of a mixed-precision recipe
-has no loss scaling at all. This class has GradScaler's interface (scale,
-unscale_, step, update, get_scale, is_enabled, state_dict) and takes its scale
+has no loss scaling at all. This class has GradScaler's interface (its
+constructor's keywords, scale, unscale_, step, update, get_scale, is_enabled,
+state_dict, load_state_dict) and takes its scale
 rule from mpverify.Scaler: "torch" (GradScaler's own rule, bit for bit),
 "apex", "deepspeed", "megatron", "keras", "static" or "none".
 
@@ -17,11 +18,33 @@ import torch
 from .. import Scaler
 
 
+# torch's GradScaler keywords, as the strategies' option names (torch/amp/grad_scaler.py, GradScaler.__init__).
+TORCH_KEYWORDS = {"init_scale": "init", "growth_factor": "growth", "backoff_factor": "backoff",
+                  "growth_interval": "interval"}
+# What torch's GradScaler starts from when a keyword is left out (the same file).
+TORCH_DEFAULTS = {"init_scale": 2.0 ** 16, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000}
+
+
 class GradScaler:
+    """GradScaler(strategy="torch", enabled=True, **options), or as torch's: GradScaler("cuda", init_scale=...,
+    growth_factor=..., backoff_factor=..., growth_interval=..., enabled=...): a first argument "cuda" or
+    "cpu" is torch's device (this scaler runs on any) and means the torch strategy."""
+
     def __init__(self, strategy="torch", enabled=True, **options):
+        if strategy in ("cuda", "cpu"):
+            strategy = "torch"
         self.strategy = strategy
+        self._torch_settings = dict(TORCH_DEFAULTS)
+        for torch_name, ours in TORCH_KEYWORDS.items():
+            if torch_name in options:
+                if ours in options:
+                    raise ValueError(f"give {torch_name} or {ours}, not both")
+                options[ours] = options.pop(torch_name)
+            if ours in options:
+                self._torch_settings[torch_name] = options[ours]
+        self._options = options
         self._scaler = Scaler(strategy, **options)
-        self._enabled = enabled
+        self._enabled = bool(enabled)
         self._found_inf = {}   # id(optimizer) -> bool, this step
         self._unscaled = set()  # id(optimizer) already unscaled this step
         self.last_step = None   # the strategy's result of the last update(): scale_used, skipped, aborted
@@ -83,4 +106,35 @@ class GradScaler:
         self._unscaled.clear()
 
     def state_dict(self):
-        return dict(self._scaler.state(), strategy=self.strategy) if self._enabled else {}
+        """The framework's own fields, as its checkpoint holds them ({} when disabled, as torch's): for "torch",
+        GradScaler.state_dict()'s scale, growth_factor, backoff_factor, growth_interval and _growth_tracker,
+        which torch's GradScaler, this class and `mpverify replay-scalers --initial-state` all load."""
+        if not self._enabled:
+            return {}
+        state = self._scaler.state()
+        if self.strategy == "torch":
+            return {"scale": float(state["scale"]), **{k: self._torch_settings[k] for k in
+                                                       ("growth_factor", "backoff_factor", "growth_interval")},
+                    "_growth_tracker": int(state["growth_tracker"])}
+        if self.strategy == "megatron":
+            return {"scale": float(state["scale"]), "growth_tracker": int(state["growth_tracker"]),
+                    "hysteresis_tracker": int(state["hysteresis"])}
+        if self.strategy == "deepspeed":
+            return {"cur_scale": float(state["scale"]), "cur_iter": int(state["iteration"]),
+                    "last_overflow_iter": int(state["last_overflow_iteration"]),
+                    "cur_hysteresis": int(state["hysteresis"])}
+        raise NotImplementedError(f"state_dict(): the {self.strategy} strategy has no saved state of its own "
+                                  "(torch, megatron and deepspeed have)")
+
+    def load_state_dict(self, state_dict):
+        """Continues from a saved state: this class's state_dict(), or torch's GradScaler.state_dict() for the
+        torch strategy. An empty one (a disabled scaler's) is refused, as torch refuses it."""
+        if not self._enabled:
+            return
+        if not state_dict:
+            raise RuntimeError("the state_dict is empty (saved from a disabled scaler?)")
+        if self.strategy == "torch":
+            for k in ("growth_factor", "backoff_factor", "growth_interval"):
+                if k in state_dict:
+                    self._torch_settings[k] = state_dict[k]
+        self._scaler = Scaler(self.strategy, state=state_dict, **self._options)

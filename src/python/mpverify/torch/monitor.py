@@ -18,6 +18,7 @@ C++ recorder as `mpverify train` (training/step_recorder.h): against its own
 format, or against `study_format` where it is float32.
 """
 import atexit
+import math
 import os
 import sys
 import weakref
@@ -107,12 +108,22 @@ class Monitor:
         return line
 
     def evaluation(self, test_accuracy=None, test_loss=None, test_size=None, **extra):
-        """Your held-out evaluation, for `mpverify gate --metric accuracy`: test_accuracy in [0, 1] (None:
-        the run diverged), test_loss, test_size (the number of test examples; equal on every run gated)."""
-        if test_accuracy is not None and not 0 <= test_accuracy <= 1:
+        """Your held-out evaluation, for `mpverify gate --metric accuracy|test_loss|NAME`: test_accuracy in
+        [0, 1], test_loss, test_size (the number of test examples; equal on every run gated) and any figure of
+        your own by name (perplexity=..., bleu=...). Give those you have: one left out is absent from
+        summary.json (a language model has no accuracy). A non-finite figure (nan, inf) marks the run
+        diverged and is written as null."""
+        figures = {k: v for k, v in dict(test_accuracy=test_accuracy, test_loss=test_loss, **extra).items()
+                   if v is not None}
+        numbers = {k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if not numbers:
+            raise ValueError("evaluation() needs at least one figure: test_accuracy, test_loss or one of your own "
+                             "(perplexity=...)")
+        if test_accuracy is not None and math.isfinite(test_accuracy) and not 0 <= test_accuracy <= 1:
             raise ValueError(f"test_accuracy is a fraction in [0, 1], not {test_accuracy}")
-        self._evaluation = {"test_accuracy": test_accuracy, "test_loss": test_loss, "test_size": test_size,
-                            "diverged": test_accuracy is None, **extra}
+        diverged = any(not math.isfinite(v) for v in numbers.values())
+        self._evaluation = {**figures, **({"test_size": test_size} if test_size is not None else {}),
+                            "diverged": diverged}
         self._write_summary()
 
     def close(self):
@@ -477,9 +488,13 @@ def _add_counts(into, key, counts):
 
 
 def _scaler_name(scaler):
+    """The strategy's name; a disabled scaler (torch's CUDA GradScaler on a CPU run disables itself) is named
+    as such, since it scales nothing."""
     if scaler is None:
         return "none"
-    return getattr(scaler, "strategy", None) or "torch"
+    name = getattr(scaler, "strategy", None) or "torch"
+    is_enabled = getattr(scaler, "is_enabled", None)
+    return f"{name} (disabled)" if callable(is_enabled) and not is_enabled() else name
 
 
 def _scaler_found_inf(scaler, optimizer):
