@@ -68,21 +68,7 @@ void gemm_fp8_gpu(const ops::GemmShape& s, std::span<const float> a, const forma
   MPVERIFY_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt.a, fp8_type(b_format), s.k, s.n, s.k));
   MPVERIFY_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt.b, fp8_type(a_format), s.k, s.m, s.k));
   MPVERIFY_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lt.c, CUDA_R_32F, s.n, s.m, s.n));
-  MPVERIFY_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference));
-  const std::size_t workspace_bytes = std::size_t{32} << 20;
-  MPVERIFY_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                             &workspace_bytes, sizeof workspace_bytes));
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  MPVERIFY_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt.handle, lt.op, lt.a, lt.b, lt.c, lt.c, lt.preference, 1,
-                                                       &heuristic, &found));
-  if (found == 0) throw std::runtime_error("gemm_fp8_gpu: cuBLASLt has no FP8 algorithm for this device and shape");
-  DeviceBuffer workspace(workspace_bytes);
-  const float alpha = 1.0f, beta = 0.0f;
-  MPVERIFY_CUBLAS_CHECK(cublasLtMatmul(lt.handle, lt.op, &alpha, db.get(), lt.a, da.get(), lt.b, &beta, dc.get(), lt.c,
-                                       dc.get(), lt.c, &heuristic.algo, workspace.get(), workspace_bytes, 0));
-  MPVERIFY_CUDA_CHECK(cudaMemcpy(c.data(), dc.get(), c.size_bytes(), cudaMemcpyDeviceToHost));
-  MPVERIFY_CUDA_CHECK(cudaDeviceSynchronize());
+  detail::matmul_with_first_algorithm(lt, db.get(), da.get(), dc.get(), c, "gemm_fp8_gpu (FP8)");
 }
 
 }  // namespace mpverify::gpu
