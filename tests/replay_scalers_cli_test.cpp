@@ -525,6 +525,26 @@ TEST(ReplayScalersCli, InitialStateDeepSpeedEqualsTheTailOfALongerReplay) {
               {16, 8});
 }
 
+// A run whose fp32 gradients (bias, LayerNorm) overflow nothing while the amax times the scale passes fp16's
+// range: the run's own found_inf says no overflow, the amax says overflow. --check asks whether the run's
+// scales follow the rule, so it reads the recorded found_inf; the output's first line says which.
+TEST(ReplayScalersCli, CheckReadsTheRecordedFoundInfAndSaysSo) {
+  // torch from 2^16: no overflow recorded, so the scale stays 65536 (interval 2000); 2 * 65536 > 65504.
+  const std::string trace = "step,found_inf,scale,amax\n0,0,65536,2\n1,0,65536,2\n2,0,65536,2\n";
+  const auto r = run_command(replay("--trace - --check torch"), trace);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("fp16/bf16 strategies' overflow: the recorded found_inf flags\n", 0), 0u) << r.out;
+  // Asked to decide from the amax, the rule halves at step 0 and differs from step 1 on, and says why.
+  const auto amax = run_command(replay("--trace - --check torch --overflow-from amax"), trace);
+  EXPECT_EQ(amax.exit_code, 1) << amax.out;
+  EXPECT_NE(amax.out.find("decided from each step's gradient amax"), std::string::npos) << amax.out;
+  EXPECT_NE(amax.out.find("differs at step 1"), std::string::npos) << amax.out;
+  // A replay (no --check) of the same trace keeps the what-if: each strategy decides from the amax.
+  const auto what_if = run_command(replay("--trace - --strategies torch"), trace);
+  EXPECT_EQ(what_if.out.rfind("fp16/bf16 strategies' overflow: decided from each step's gradient amax", 0), 0u)
+      << what_if.out;
+}
+
 // With one strategy replayed, the file may be the saved state itself (a GradScaler.state_dict() as JSON):
 // the same replay as the state under the strategy's key.
 TEST(ReplayScalersCli, OneStrategysInitialStateMayBeTheSavedStateItself) {

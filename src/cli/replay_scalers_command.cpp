@@ -164,25 +164,31 @@ int run_check(const std::string& name, training::Scaler& scaler, const training:
     }
     std::cout << j.dump(2) << "\n";
   } else if (!d) {
-    std::cout << name << ": the recorded scales follow the rule (" << c.steps_compared << " of " << c.steps
-              << " steps record a scale; all agree)\n";
+    std::cout << overflow_source_line(mode) << name << ": the recorded scales follow the rule (" << c.steps_compared
+              << " of " << c.steps << " steps record a scale; all agree)\n";
   } else if (d->aborted) {
-    std::cout << name << ": differs at " << step_name(d->recorded, d->index)
+    std::cout << overflow_source_line(mode) << name << ": differs at " << step_name(d->recorded, d->index)
               << ": the rule stops the run here (its abort), and the trace goes on\n";
   } else {
-    std::cout << name << ": differs at " << step_name(d->recorded, d->index) << ": recorded scale "
+    std::cout << overflow_source_line(mode) << name << ": differs at " << step_name(d->recorded, d->index) << ": recorded scale "
               << scale_text(*d->recorded.scale) << ", the rule runs the step with " << scale_text(d->expected) << "\n";
   }
   return d ? 1 : 0;
 }
 
-// --overflow-from and --grad-format; auto reads amax when the trace has an amax column.
+// --overflow-from and --grad-format. auto reads amax when the trace has an amax column, except under --check
+// when it also recorded found_inf: a check asks whether the run's own scales follow the rule, and the run
+// decided its overflows itself (its bias and LayerNorm gradients may be fp32, which an amax cannot tell).
 training::ReplayMode replay_mode(const ReplayOptions& o, const training::ReadTrace& trace) {
   training::ReplayMode mode;
   const auto format = training::parse_grad_format(o.grad_format);
   if (!format) throw UsageError("--grad-format: '" + o.grad_format + "' is not a gradient format (fp16, bf16)");
   mode.grad_format = *format;
-  if (o.overflow_from == "auto") mode.overflow_from = training::default_overflow_source(trace.steps);
+  const bool recorded_found_inf = std::any_of(trace.steps.begin(), trace.steps.end(),
+                                              [](const training::TraceStep& t) { return t.found_inf.has_value(); });
+  if (o.overflow_from == "auto" && !o.check.empty() && recorded_found_inf)
+    mode.overflow_from = training::OverflowSource::found_inf;
+  else if (o.overflow_from == "auto") mode.overflow_from = training::default_overflow_source(trace.steps);
   else if (o.overflow_from == "amax") mode.overflow_from = training::OverflowSource::amax;
   else if (o.overflow_from == "found_inf") mode.overflow_from = training::OverflowSource::found_inf;
   else throw UsageError("--overflow-from: '" + o.overflow_from + "' is not auto, amax or found_inf");

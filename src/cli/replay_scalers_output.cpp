@@ -17,13 +17,6 @@ using training::Replay;
 
 std::string count_text(const std::optional<std::size_t>& n) { return n ? std::to_string(*n) : "-"; }
 
-// The first line of the text: where the found_inf-driven strategies' overflow came from.
-std::string mode_line(const training::ReplayMode& mode) {
-  if (mode.overflow_from == training::OverflowSource::amax)
-    return "fp16/bf16 strategies' overflow: decided from each step's gradient amax at each strategy's own scale (" +
-           training::grad_format_name(mode.grad_format) + " gradients)\n";
-  return "fp16/bf16 strategies' overflow: the recorded found_inf flags\n";
-}
 
 std::string table(const ReplayResults& results) {
   const auto& lanes = results.lanes;
@@ -61,6 +54,13 @@ std::string table(const ReplayResults& results) {
 
 }  // namespace
 
+std::string overflow_source_line(const training::ReplayMode& mode) {
+  if (mode.overflow_from == training::OverflowSource::amax)
+    return "fp16/bf16 strategies' overflow: decided from each step's gradient amax at each strategy's own scale (" +
+           training::grad_format_name(mode.grad_format) + " gradients)\n";
+  return "fp16/bf16 strategies' overflow: the recorded found_inf flags\n";
+}
+
 std::string scale_text(double v) {
   char text[64];
   const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
@@ -68,7 +68,7 @@ std::string scale_text(double v) {
 }
 
 std::string replay_text(const ReplayResults& results) {
-  std::string out = mode_line(results.mode) + table(results);
+  std::string out = overflow_source_line(results.mode) + table(results);
   out += "\nsummary (S = skipped; scale = the scale the step ran with; overflow: found_inf for the loss scalers, "
          "amax x scale past the FP8 format's max for delayed/current/mxfp8; flushed: amax x scale rounds to 0; "
          "underflow: amin x scale rounds to 0; -: not known)\n";

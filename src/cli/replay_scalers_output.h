@@ -25,6 +25,8 @@ struct ReplayResults {
 
 // A scale in its shortest round-trip decimal form ("65536", "0.5"); "?" if it cannot be written.
 std::string scale_text(double v);
+// The first line of a replay's or a check's text: where the found_inf-driven strategies' overflow came from.
+std::string overflow_source_line(const training::ReplayMode& mode);
 
 std::string replay_text(const ReplayResults& results);
 std::string replay_json(const ReplayResults& results);
