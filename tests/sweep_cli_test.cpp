@@ -309,6 +309,47 @@ TEST(SweepCli, AnotherPlanInTheSameDirectoryIsRefused) {
   EXPECT_NE(r.out.find("a sweep of another plan"), std::string::npos) << r.out;
 }
 
+// A plan is the sweep's input, so it may be hostile: every key it sets must be an option of train taking that
+// kind of value, checked before anything is written or removed. A false value adds no train argument, so
+// before this check such names never met train's parser: "../../victim2/x" removed and trained in
+// victim2/x-false/seed-1 beside --out, with exit 0.
+TEST(SweepCli, AHostilePlanIsRefusedBeforeAnythingIsTouched) {
+  const fs::path top = fresh("hostile");
+  const fs::path out = top / "a" / "out";  // out/../.. is top
+  const fs::path victim = top / "victim2" / "x-false" / "seed-1" / "important.txt";
+  fs::create_directories(victim.parent_path());
+  std::ofstream(victim) << "keep me\n";
+  const std::string train = R"("train": {"model": "mlp", "data": "synthetic", "steps": 2, "train-size": 64,
+                                          "test-size": 32, "batch-size": 32})";
+  struct Case {
+    std::string axes, expected;
+  };
+  const std::vector<Case> cases = {
+      {R"("../../victim2/x": [false])", "not an option of mpverify train"},
+      {R"("/tmp/mpverify-absolute": [false])", "not an option of mpverify train"},
+      {R"("nesterovv": [false])", "train option \"nesterovv\""},
+      {R"("json=true": [true])", "train option \"json=true\""},
+      {R"("force=true": [true])", "train option \"force=true\""},
+      {R"("nesterov": [3])", "a flag; write true or false"},
+      {R"("steps": [true])", "takes a value"},
+  };
+  for (const Case& c : cases) {
+    const fs::path plan = write_plan("hostile", "{" + train + R"(, "axes": {)" + c.axes + R"(, "seed": [1]}})");
+    const auto r = run_command(std::string(MPVERIFY_BIN) + " sweep " + plan.string() + " --out " + out.string() +
+                                   " --quiet",
+                               "", true);
+    EXPECT_EQ(r.exit_code, 2) << c.axes << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.expected), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(plan.string()), std::string::npos) << "the message names the plan file: " << r.out;
+    EXPECT_FALSE(fs::exists(out)) << c.axes;
+  }
+  EXPECT_FALSE(fs::exists("/tmp/mpverify-absolute-false"));
+  std::ifstream kept(victim);
+  std::string line;
+  EXPECT_TRUE(std::getline(kept, line) && line == "keep me") << "a file beside --out was removed or changed";
+  EXPECT_EQ(files_under(top / "victim2").size(), 1u) << "nothing was trained beside --out";
+}
+
 TEST(SweepCli, BadInputExitsTwoAndWritesNothing) {
   const fs::path out = fresh("bad");
   struct Case {
@@ -322,6 +363,9 @@ TEST(SweepCli, BadInputExitsTwoAndWritesNothing) {
       {kPlan, "--shard 3/3", "--shard '3/3'"},
       {kPlan, "--shard 1-3", "write I/N"},
       {kPlan, "--workers 0", "--workers"},
+      {kPlan, "--workers -1", "--workers"},  // once read as 2^64 - 1 processes
+      {kPlan, "--shard 0/18446744073709551615", "N from 1 to 100000"},  // once trained a run, then "its 0 runs"
+      {kPlan, "--rank-timeout nan", "--rank-timeout"},
   };
   for (const Case& c : cases) {
     const auto r = run_command(std::string(MPVERIFY_BIN) + " sweep " + write_plan("bad", c.plan).string() + " --out " +

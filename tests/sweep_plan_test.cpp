@@ -130,4 +130,26 @@ TEST(SweepPlan, TooManyRunsAreRefusedBeforeAnyIsMade) {
   EXPECT_NE(refusal(plan.dump()).find("at most 100000"), std::string::npos);
 }
 
+TEST(SweepPlan, AxesPastTwoToTheSixtyFourRunsAreCountedNotBuilt) {
+  // 20 axes of 10 values: 10^20 combinations, more than 2^64 (about 1.8e19), so a product in 64 bits wraps;
+  // built one by one they exhaust memory (std::bad_alloc) before any count is checked.
+  json plan = {{"axes", {{"seed", json::array({1})}}}};
+  for (int a = 0; a < 20; ++a)
+    for (int v = 0; v < 10; ++v) plan["axes"]["a" + std::to_string(a)].push_back(v);
+  EXPECT_NE(refusal(plan.dump()).find("at most 100000"), std::string::npos);
+}
+
+TEST(SweepPlan, AxisNamesNeverLeaveTheSweepsDirectory) {
+  // Names that would climb out of --out or start at the root stay one path component each.
+  const SweepPlan p =
+      parse_sweep_plan(json::parse(R"({"axes": {"../../victim2/x": [false], "/abs/y": ["../z"], "seed": [1]}})"));
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_EQ(p.candidates[0].name, ".._.._victim2_x-false__abs_y-.._z");  // "." sorts before "/"
+  for (const auto& run : p.runs) {
+    EXPECT_TRUE(run.dir.is_relative()) << run.dir;
+    for (const auto& part : run.dir) EXPECT_NE(part, "..") << run.dir;
+    EXPECT_EQ(std::distance(run.dir.begin(), run.dir.end()), 2) << run.dir;  // <candidate>/seed-<s>
+  }
+}
+
 }  // namespace

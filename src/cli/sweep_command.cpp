@@ -7,6 +7,7 @@
 // (sweep/sweep_mpi.h) rank 0 hands the runs out and the other ranks train them.
 // Exit codes: 0 every candidate equivalent (or no gate), 1 one not equivalent, 3 one inconclusive,
 // 2 bad input or a run that failed.
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -32,6 +33,9 @@ struct SweepOptions {
   bool json = false, quiet = false;
 };
 
+// More processes than any machine runs at once; also what a negative count wraps past.
+constexpr std::size_t kMaxWorkers = 4096;
+
 struct Shard {
   std::size_t index = 0, count = 1;
 };
@@ -51,8 +55,9 @@ Shard parse_shard(const std::string& text) {
     throw UsageError("--shard '" + text + "': write I/N, e.g. 0/4 (N shards numbered 0 to N-1, as Slurm's "
                      "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=0-3)");
   }
-  if (s.count < 1 || s.index >= s.count)
-    throw UsageError("--shard '" + text + "': I must be 0 to N-1 and N at least 1");
+  if (s.count < 1 || s.index >= s.count || s.count > sweep::kMaxSweepRuns)
+    throw UsageError("--shard '" + text + "': I must be 0 to N-1 and N from 1 to " +
+                     std::to_string(sweep::kMaxSweepRuns) + " (a plan's most runs)");
   return s;
 }
 
@@ -62,17 +67,33 @@ struct ValidPlan {
   std::vector<nlohmann::json> configs;
 };
 
-ValidPlan validated(const std::function<sweep::SweepPlan()>& read) {
+// Every key a candidate sets must be an option of train taking that kind of value: a false flag adds no
+// argument, so the parser alone would never see a misspelt or hostile name.
+void check_train_settings(const sweep::SweepPlan& plan, const fs::path& file) {
+  for (const sweep::SweepCandidate& c : plan.candidates)
+    for (const auto& [key, value] : c.train.items()) try {
+        check_train_setting(key, value);
+      } catch (const UsageError& e) {
+        throw std::invalid_argument(file.string() + ": plan: candidate " + c.name + ": " + e.what());
+      }
+}
+
+ValidPlan validated(const std::function<sweep::SweepPlan()>& read, const fs::path& file) {
   ValidPlan v;
   with_usage_errors([&] {
     v.plan = read();
-    v.configs = sweep::candidate_configs(v.plan, [](const std::vector<std::string>& arguments) {
-      try {
-        return train_config_from_arguments(arguments);
-      } catch (const UsageError& e) {
-        throw std::invalid_argument(e.what());  // candidate_configs names the candidate
-      }
-    });
+    check_train_settings(v.plan, file);
+    try {
+      v.configs = sweep::candidate_configs(v.plan, [](const std::vector<std::string>& arguments) {
+        try {
+          return train_config_from_arguments(arguments);
+        } catch (const UsageError& e) {
+          throw std::invalid_argument(e.what());  // candidate_configs names the candidate
+        }
+      });
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(file.string() + ": " + e.what());
+    }
   });
   return v;
 }
@@ -94,7 +115,7 @@ int run_mpi(const SweepOptions& o) {
   job.quiet = o.quiet;
   job.rank_timeout_s = o.rank_timeout_s;
   job.validate = [&] {
-    ValidPlan v = validated([&] { return sweep::read_sweep_plan(o.plan); });
+    ValidPlan v = validated([&] { return sweep::read_sweep_plan(o.plan); }, o.plan);
     return std::pair{std::move(v.plan), std::move(v.configs)};
   };
   job.print = [&](const nlohmann::ordered_json& summary) { return print_summary(summary, o.out, o.json); };
@@ -105,15 +126,19 @@ int run_sweep(const SweepOptions& o) {
   if (o.plan.empty() || o.out.empty())
     throw UsageError("give the plan and the output directory: mpverify sweep PLAN.json --out DIR (or: mpverify sweep "
                      "merge DIR)");
-  if (o.workers < 1) throw UsageError("--workers must be at least 1");
+  if (o.workers < 1 || o.workers > kMaxWorkers)
+    throw UsageError("--workers must be 1 to " + std::to_string(kMaxWorkers) + " (processes at a time)");
+  if (!std::isfinite(o.rank_timeout_s))  // CLI::Range lets NaN through: every comparison with it is false
+    throw UsageError("--rank-timeout must be a number of seconds from 2 to 86400");
   if (launched_by_mpi()) return run_mpi(o);
   const Shard shard = parse_shard(o.shard);
-  const ValidPlan v = validated([&] { return sweep::read_sweep_plan(o.plan); });
+  const ValidPlan v = validated([&] { return sweep::read_sweep_plan(o.plan); }, o.plan);
   const fs::path out = o.out;
   bool resuming = false;
   with_usage_errors([&] { resuming = sweep::open_sweep_directory(out, v.plan); });
   const std::vector<std::size_t> pending = sweep::unfinished_runs(v.plan, out, v.configs, shard.index, shard.count);
-  const std::size_t mine = (v.plan.runs.size() + shard.count - 1 - shard.index) / shard.count;
+  const std::size_t runs = v.plan.runs.size();  // runs index, index + count, ... below runs
+  const std::size_t mine = shard.index < runs ? (runs - 1 - shard.index) / shard.count + 1 : 0;
   sweep::SweepProgress progress(mine, mine - pending.size(), o.workers, o.quiet);
   if (resuming)
     progress.say("sweep: resuming in " + out.string() + ": " + std::to_string(mine - pending.size()) + " of " +
@@ -141,7 +166,7 @@ int run_sweep(const SweepOptions& o) {
 
 int run_merge(const SweepOptions& o) {
   const fs::path out = o.merge_dir;
-  const ValidPlan v = validated([&] { return sweep::read_directory_plan(out); });
+  const ValidPlan v = validated([&] { return sweep::read_directory_plan(out); }, out / "plan.json");
   const std::vector<std::size_t> missing = sweep::unfinished_runs(v.plan, out, v.configs);
   if (!missing.empty()) {
     std::string names;

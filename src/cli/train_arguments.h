@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "training/trainer.h"
 
 namespace mpverify::cli {
@@ -12,5 +14,10 @@ namespace mpverify::cli {
 // The configuration `mpverify train ARGUMENTS --out DIR` would train (ARGUMENTS without "train" and
 // "--out"). Throws UsageError for arguments train refuses, with train's message.
 training::TrainConfig train_config_from_arguments(const std::vector<std::string>& arguments);
+
+// Throws UsageError unless KEY (a name without dashes) is an option of `mpverify train` and VALUE has the
+// shape it takes: true or false for a flag, a scalar for a value, a list only for a repeatable option. A plan
+// must be checked with this: false adds no argument, so its name would otherwise never meet the parser.
+void check_train_setting(const std::string& key, const nlohmann::json& value);
 
 }  // namespace mpverify::cli

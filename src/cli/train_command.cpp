@@ -6,6 +6,7 @@
 #include <tuple>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cmath>
 #include <filesystem>
@@ -350,15 +351,20 @@ int run_train(const TrainOptions& o, const TrainFlags& flags) {
   return train_one(o, config, show);
 }
 
+// The whole command line of `mpverify train`.
+void add_every_option(CLI::App* app, TrainOptions& o, TrainFlags& flags) {
+  add_model_and_data_options(app, o, flags);
+  add_training_options(app, o, flags);
+  add_recording_and_output_options(app, o);
+}
+
 }  // namespace
 
 training::TrainConfig train_config_from_arguments(const std::vector<std::string>& arguments) {
   TrainOptions o;
   TrainFlags flags;
   CLI::App app("train");
-  add_model_and_data_options(&app, o, flags);
-  add_training_options(&app, o, flags);
-  add_recording_and_output_options(&app, o);
+  add_every_option(&app, o, flags);
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11 parses from the back
   reversed.insert(reversed.begin(), {"-", "--out"});  // --out is required, and unused here
   try {
@@ -370,6 +376,26 @@ training::TrainConfig train_config_from_arguments(const std::vector<std::string>
   }
   if (flags.seeds->count() > 0) throw UsageError("--seeds: a planned run trains one seed (--seed)");
   return train_config(o, flags);
+}
+
+void check_train_setting(const std::string& key, const nlohmann::json& value) {
+  TrainOptions o;
+  TrainFlags flags;
+  CLI::App app("train");
+  add_every_option(&app, o, flags);
+  const std::string where = "train option \"" + key + "\"";
+  const bool plain_name = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+  const CLI::Option* option = plain_name && key[0] != '-' ? app.get_option_no_throw("--" + key) : nullptr;
+  if (option == nullptr)
+    throw UsageError(where + ": not an option of mpverify train (see mpverify train --help; write its name without "
+                             "dashes, e.g. \"steps\")");
+  const bool flag = option->get_expected_max() == 0;  // CLI11 gives flags expected(0)
+  if (flag && !value.is_boolean()) throw UsageError(where + ": a flag; write true or false");
+  if (!flag && value.is_boolean()) throw UsageError(where + ": takes a value (" + option->get_type_name() + "), not true or false");
+  if (value.is_array() && option->get_items_expected_max() <= 1)
+    throw UsageError(where + ": takes one value, not a list");
 }
 
 void add_train_command(CLI::App& root, std::vector<Command>& commands) {
@@ -387,9 +413,7 @@ void add_train_command(CLI::App& root, std::vector<Command>& commands) {
       "only, keys high_precision_last=N, scale_rule=, dy_rounding=, hadamard=on|off;\n"
       "see src/training/recipe.h and docs/training.md). Scalers: " + joined(training::scaler_names()) + ".");
   auto flags = std::make_shared<TrainFlags>();
-  add_model_and_data_options(app, *o, *flags);
-  add_training_options(app, *o, *flags);
-  add_recording_and_output_options(app, *o);
+  add_every_option(app, *o, *flags);
   commands.push_back({app, [o, flags] { return run_train(*o, *flags); }});
 }
 

@@ -141,9 +141,23 @@ void apply_overrides(const json& plan, std::vector<SweepCandidate>& candidates) 
   }
 }
 
-std::vector<SweepCandidate> make_candidates(const json& plan) {
+// How many runs the axes and seeds make, computed before any is made: a short plan can name more
+// combinations than memory holds. Saturates above kMaxSweepRuns, so a product past 2^64 cannot wrap.
+std::size_t run_count(const std::vector<std::pair<std::string, json>>& axes, std::size_t seeds) {
+  std::size_t count = seeds;
+  for (const auto& [name, values] : axes) {
+    if (count > kMaxSweepRuns) break;
+    count *= values.size();  // both factors <= kMaxSweepRuns and the JSON's size: no overflow
+  }
+  return count;
+}
+
+std::vector<SweepCandidate> make_candidates(const json& plan, std::size_t seeds) {
   const json train = object_at(plan, "train", false);
   const std::vector<std::pair<std::string, json>> axes = parse_axes(object_at(plan, "axes", true));
+  if (run_count(axes, seeds) > kMaxSweepRuns)
+    refuse("axes", "more than " + std::to_string(kMaxSweepRuns) + " runs (the product of the axes' lengths and the "
+                   "seeds); a plan holds at most " + std::to_string(kMaxSweepRuns));
   std::vector<SweepCandidate> candidates;
   std::set<std::string> names;
   for (json& combination : combinations(axes)) {
@@ -151,7 +165,7 @@ std::vector<SweepCandidate> make_candidates(const json& plan) {
     std::string name;
     for (const auto& [axis, value] : combination.items()) {
       if (!name.empty()) name += '_';
-      name += axis + "-" + directory_text(value);
+      name += directory_text(axis) + "-" + directory_text(value);  // one safe path component, never ".."
     }
     c.name = name.empty() ? "runs" : name;
     if (!names.insert(c.name).second)
@@ -221,10 +235,7 @@ SweepPlan parse_sweep_plan(const json& plan) {
   } catch (const std::invalid_argument& e) {
     refuse("axes \"seed\"", e.what());
   }
-  p.candidates = make_candidates(plan);
-  if (p.candidates.size() * p.seeds.size() > kMaxSweepRuns)
-    refuse("axes", std::to_string(p.candidates.size() * p.seeds.size()) + " runs; a plan holds at most " +
-                       std::to_string(kMaxSweepRuns));
+  p.candidates = make_candidates(plan, p.seeds.size());
   for (std::size_t c = 0; c < p.candidates.size(); ++c)
     for (std::uint64_t s : p.seeds) p.runs.push_back({c, s, training::seed_directory(p.candidates[c].name, s)});
   if (plan.contains("gate")) {
