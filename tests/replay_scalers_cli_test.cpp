@@ -569,12 +569,27 @@ TEST(ReplayScalersCli, InitialStateErrorsExit2WithNoOutput) {
        {R"({"torch": {"scale": 2, "growth_tracker": 1}})",  // Megatron's name, not torch's
         R"({"apex": {"scale": 2}})",                       // not replayed
         R"({"torch": {"scale": -2}})", R"({"torch": {"_growth_tracker": 1.5}})", R"([1, 2])",
-        R"({"deepspeed": {"cur_iter": 2, "last_overflow_iter": 2}})"}) {
+        R"({"deepspeed": {"cur_iter": 2, "last_overflow_iter": 2}})",
+        // Counters the framework never saves, once cut to an int: 2^32 + 2 behaved as 2, 2^31 as INT_MIN (the
+        // scale never grew), 2^64 - 1 as -1, and INT_MAX overflowed tracker + 1. A tracker restarts at 0 on
+        // reaching the interval (2000 by default), so it is below it.
+        R"({"torch": {"_growth_tracker": 4294967298}})", R"({"torch": {"_growth_tracker": 2147483648}})",
+        R"({"torch": {"_growth_tracker": 18446744073709551615}})", R"({"torch": {"_growth_tracker": 2147483647}})",
+        R"({"torch": {"_growth_tracker": 2000}})", R"({"torch": {"growth_interval": 4294967297}})",
+        R"({"deepspeed": {"cur_iter": 18446744073709551615}})"}) {
     const std::string path = temp_file(state);
     const auto r = run_command(replay("--trace - --strategies torch,deepspeed --initial-state " + path), "0\n");
     std::remove(path.c_str());
     EXPECT_EQ(r.exit_code, 2) << state;
     EXPECT_EQ(r.out, "") << state;
+  }
+  // A starting scale that rounds to 0 in fp32 (below 2^-149) made every scale 0, exit 0.
+  for (const std::string strategy : {"torch", "megatron", "nemo", "keras"}) {
+    const auto r = run_command(replay("--trace - --strategies " + strategy + " --strategy-opt " + strategy +
+                                      ".init=1e-46"),
+                               "0\n", true);
+    EXPECT_EQ(r.exit_code, 2) << strategy << ": " << r.out;
+    EXPECT_NE(r.out.find("once rounded to fp32"), std::string::npos) << r.out;
   }
   const std::string path = temp_file(R"({"fairseq": {"scale": 2}})");
   const auto named = run_command(replay("--trace - --strategies fairseq --initial-state " + path), "0\n", true);

@@ -60,7 +60,7 @@ py::list analyze(const py::array& x, const std::string& bits, const std::string&
   analysis::ScaleSweep sweep(plan);
   if (bits.empty() && x.dtype().kind() == 'f' && x.itemsize() == 8) {
     // float64 tensors multiply in float64, as tensor.mul(S) does for them.
-    const auto c = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(x);
+    const auto c = contiguous<double>(x, "analyze: x");
     sweep.add(std::span<const double>(c.data(), static_cast<std::size_t>(c.size())));
   } else {
     sweep.add(FloatInput(x, bits, "analyze: x").values());

@@ -67,7 +67,7 @@ formats::Rounding rounding_mode(const std::string& name) {
 // float64 input is rounded once from the double, as `mpverify round` does (a float32 copy first would round twice).
 py::tuple round_doubles(const py::array& x, const formats::Format& f, formats::Rounding mode, std::uint64_t seed,
                         std::uint64_t stream) {
-  const auto c = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(x);
+  const auto c = contiguous<double>(x, "round: x");
   std::vector<float> out(static_cast<std::size_t>(c.size()));
   emu::Counters counters;
   formats::RoundingContext rc{mode};

@@ -13,6 +13,7 @@
 #include "metrics/parity_gate.h"
 #include "py_json.h"
 #include "training/ensemble.h"
+#include "tensor_input.h"
 
 namespace py = pybind11;
 
@@ -61,8 +62,8 @@ struct Features {
 };
 
 Features features(const py::array& a, const std::string& name) {
-  Features f{py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a), {}};
-  if (!f.array || f.array.ndim() != 2)
+  Features f{contiguous<double>(a, name), {}};
+  if (f.array.ndim() != 2)
     throw std::invalid_argument(name + ": give a 2-D array (samples x feature dimensions)");
   f.matrix = {std::span<const double>(f.array.data(), static_cast<std::size_t>(f.array.size())),
               static_cast<std::size_t>(f.array.shape(0)), static_cast<std::size_t>(f.array.shape(1)), name};

@@ -1,6 +1,7 @@
 // The loss-scale strategies as objects, and the recorders and run log that a
 // run directory is written with (what `mpverify train` writes, for the
 // Monitor to write the same files).
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,7 +44,11 @@ class PyScaler {
         throw std::invalid_argument("the " + name_ + " strategy steps on found_inf (True or False), not on an amax");
       r = loss->step(arg.cast<bool>());
     } else {
-      r = dynamic_cast<training::AmaxScaler&>(*scaler_).step(arg.cast<float>());
+      const float amax = arg.cast<float>();
+      if (std::signbit(amax))  // as a trace's amax column (training/scaler_replay.cpp) refuses it
+        throw std::invalid_argument("amax " + std::string(py::str(arg)) +
+                                    " is negative; an amax is a max |x| (>= 0, inf or nan)");
+      r = dynamic_cast<training::AmaxScaler&>(*scaler_).step(amax);
     }
     py::dict d;
     d["scale_used"] = r.scale_used;

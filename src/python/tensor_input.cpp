@@ -15,8 +15,8 @@ namespace mpverify::python {
 namespace {
 
 template <class T>
-std::vector<float> convert(const py::array& a) {
-  const auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+std::vector<float> convert(const py::array& a, const std::string& what) {
+  const auto c = contiguous<T>(a, what);
   std::vector<float> out(static_cast<std::size_t>(c.size()));
   const T* p = c.data();
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(p[i]);
@@ -24,22 +24,29 @@ std::vector<float> convert(const py::array& a) {
 }
 
 // bfloat16 is the upper half of a float32: shifting the bits is the exact decode.
-std::vector<float> decode_bfloat16(const py::array& a) {
+std::vector<float> decode_bfloat16(const py::array& a, const std::string& what) {
   // A view, not a cast: int16 bit patterns (torch has no uint16) keep their bits.
-  const auto c = py::array_t<std::uint16_t, py::array::c_style | py::array::forcecast>::ensure(
-      py::array(a.attr("view")("uint16")));
+  const auto c = contiguous<std::uint16_t>(py::array(a.attr("view")("uint16")), what);
   std::vector<float> out(static_cast<std::size_t>(c.size()));
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(c.data()[i]) << 16);
   return out;
 }
 
 // fp8 codes through the format's own decoder (torch's float8_e4m3fn is OCP E4M3, float8_e5m2 OCP E5M2).
-std::vector<float> decode_fp8(const py::array& a, const formats::Format& f) {
-  const auto c = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(
-      py::array(a.attr("view")("uint8")));
+std::vector<float> decode_fp8(const py::array& a, const formats::Format& f, const std::string& what) {
+  const auto c = contiguous<std::uint8_t>(py::array(a.attr("view")("uint8")), what);
   std::vector<float> out(static_cast<std::size_t>(c.size()));
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(formats::to_double(f, c.data()[i]));
   return out;
+}
+
+// numpy keeps the byte order of where an array came from: np.load of a '>f4' file gives big-endian values,
+// which the reads below (in place, or through view("uint16")) would take as native bytes. Such an array is
+// first copied into native order (numpy's astype, exact).
+py::array in_native_order(const py::array& a) {
+  if (a.dtype().byteorder() != '>' && a.dtype().byteorder() != '<') return a;  // '=' native, '|' single bytes
+  if (a.dtype().attr("isnative").cast<bool>()) return a;
+  return py::array(a.attr("astype")(a.dtype().attr("newbyteorder")("=")));
 }
 
 bool is_bits_type(const py::array& a, std::size_t itemsize) {
@@ -49,13 +56,14 @@ bool is_bits_type(const py::array& a, std::size_t itemsize) {
 
 }  // namespace
 
-FloatInput::FloatInput(const py::array& array, const std::string& bits, const std::string& what)
-    : keep_alive_(array) {
+FloatInput::FloatInput(const py::array& given, const std::string& bits, const std::string& what)
+    : keep_alive_(in_native_order(given)) {
+  const py::array& array = keep_alive_;
   for (py::ssize_t d = 0; d < array.ndim(); ++d) shape_.push_back(static_cast<std::size_t>(array.shape(d)));
   if (!bits.empty()) {
-    if (bits == "bfloat16" && is_bits_type(array, 2)) owned_ = decode_bfloat16(array);
-    else if (bits == "float8_e4m3fn" && is_bits_type(array, 1)) owned_ = decode_fp8(array, formats::parse_format("fp8-e4m3"));
-    else if (bits == "float8_e5m2" && is_bits_type(array, 1)) owned_ = decode_fp8(array, formats::parse_format("fp8-e5m2"));
+    if (bits == "bfloat16" && is_bits_type(array, 2)) owned_ = decode_bfloat16(array, what);
+    else if (bits == "float8_e4m3fn" && is_bits_type(array, 1)) owned_ = decode_fp8(array, formats::parse_format("fp8-e4m3"), what);
+    else if (bits == "float8_e5m2" && is_bits_type(array, 1)) owned_ = decode_fp8(array, formats::parse_format("fp8-e5m2"), what);
     else
       throw std::invalid_argument(what + ": bit patterns of '" + bits + "' in an array of dtype " +
                                   std::string(py::str(array.dtype())) +
@@ -69,16 +77,15 @@ FloatInput::FloatInput(const py::array& array, const std::string& bits, const st
   if (kind == 'f' && size == 4 && (array.flags() & py::array::c_style)) {
     values_ = std::span<const float>(static_cast<const float*>(array.data()), static_cast<std::size_t>(array.size()));
   } else if (kind == 'f' && size == 4) {
-    owned_ = convert<float>(array);
+    owned_ = convert<float>(array, what);
   } else if (kind == 'f' && size == 2) {
     // numpy's float16 is IEEE binary16: every value is a float32 value.
-    const auto c = py::array_t<std::uint16_t, py::array::c_style | py::array::forcecast>::ensure(
-        py::array(array.attr("view")("uint16")));
+    const auto c = contiguous<std::uint16_t>(py::array(array.attr("view")("uint16")), what);
     owned_.resize(static_cast<std::size_t>(c.size()));
     const formats::Format fp16 = formats::parse_format("fp16");
     for (std::size_t i = 0; i < owned_.size(); ++i) owned_[i] = static_cast<float>(formats::to_double(fp16, c.data()[i]));
   } else if (kind == 'f' && size == 8) {
-    owned_ = convert<double>(array);
+    owned_ = convert<double>(array, what);
   } else {
     throw std::invalid_argument(what + ": dtype " + std::string(py::str(array.dtype())) +
                                 " is not a floating-point type (give float16, bfloat16, float32, float64 or fp8)");

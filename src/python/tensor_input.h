@@ -43,6 +43,25 @@ class FloatInput {
 // more in Python than measuring a small tensor. The caller keeps the tensor alive while it reads.
 std::optional<std::span<const float>> torch_float32_values(const pybind11::handle& tensor);
 
+// `a` as a C-contiguous array of T in this machine's byte order: `a` itself when it already is one, else a
+// converted copy. When numpy cannot make it (MemoryError for an input too large to copy, such as a broadcast
+// view of 2^40 elements; ValueError for what does not convert), numpy's error is raised again with `what`
+// in front: a null array is never returned, so no caller reads through one.
+template <class T>
+pybind11::array_t<T, pybind11::array::c_style | pybind11::array::forcecast> contiguous(const pybind11::array& a,
+                                                                                      const std::string& what) {
+  try {
+    return pybind11::array_t<T, pybind11::array::c_style | pybind11::array::forcecast>(a);
+  } catch (pybind11::error_already_set& e) {
+    PyObject* type = e.matches(PyExc_MemoryError) ? PyExc_MemoryError : PyExc_ValueError;
+    const std::string message = what + ": cannot be read as a contiguous array of " +
+                                std::string(pybind11::str(pybind11::dtype::of<T>())) + " (" +
+                                std::to_string(a.size()) + " elements)";
+    pybind11::raise_from(e, type, message.c_str());
+    throw pybind11::error_already_set();
+  }
+}
+
 // A float32 numpy array holding a copy of `values` in `shape`.
 pybind11::array_t<float> float_array(const std::vector<float>& values, const std::vector<std::size_t>& shape);
 

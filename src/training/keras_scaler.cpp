@@ -9,8 +9,9 @@
 namespace mpverify::training {
 
 KerasScaler::KerasScaler(const KerasConfig& config) : config_(config), scale_(static_cast<float>(config.init_scale)) {
-  if (!(config.init_scale > 0) || !std::isfinite(scale_))
-    throw std::invalid_argument("keras: init must be > 0 and finite in fp32");
+  if (!(scale_ > 0) || !std::isfinite(scale_))  // the fp32 value: below 2^-149 it is 0
+    throw std::invalid_argument("keras: init must be finite and > 0 once rounded to fp32 (its smallest is 2^-149, "
+                                "about 1.4e-45)");
   if (config.growth_steps < 1) throw std::invalid_argument("keras: interval must be >= 1");
 }
 

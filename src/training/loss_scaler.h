@@ -179,6 +179,7 @@ class TorchScaler final : public LossScaler {
   double scale() const override { return scale_; }
   double floor() const override { return 0.0; }
   int growth_tracker() const { return tracker_; }
+  int growth_interval() const { return config_.growth_interval; }
   // The counter of a saved state (GradScaler.state_dict()'s _growth_tracker).
   void restore(int growth_tracker) { tracker_ = growth_tracker; }
 
@@ -297,6 +298,7 @@ class MegatronScaler final : public LossScaler {
   double floor() const override { return min_; }
   int hysteresis() const { return hysteresis_; }
   int growth_tracker() const { return tracker_; }
+  int growth_interval() const { return config_.growth_interval; }
   // A saved state: DynamicGradScaler.state_dict()'s growth_tracker and hysteresis_tracker.
   void restore(int growth_tracker, int hysteresis) {
     tracker_ = growth_tracker;
@@ -352,6 +354,7 @@ class NemoScaler final : public LossScaler {
   double floor() const override { return 0.0; }
   int growth_tracker() const { return tracker_; }
   int hysteresis() const { return hysteresis_; }
+  int growth_interval() const { return config_.growth_interval; }
   // A saved state: NeMo GradScaler.state_dict()'s _growth_tracker and _hysteresis_tracker.
   void restore(int growth_tracker, int hysteresis) {
     tracker_ = growth_tracker;

@@ -17,8 +17,9 @@ MegatronScaler::MegatronScaler(const MegatronConfig& config)
       backoff_(static_cast<float>(config.backoff_factor)),
       hysteresis_(config.hysteresis) {
   // Megatron's own asserts.
-  if (!(config.init_scale > 0) || !std::isfinite(scale_))
-    throw std::invalid_argument("megatron: init must be > 0 and finite in fp32");
+  if (!(scale_ > 0) || !std::isfinite(scale_))  // the fp32 value: below 2^-149 it is 0
+    throw std::invalid_argument("megatron: init must be finite and > 0 once rounded to fp32 (its smallest is 2^-149, "
+                                "about 1.4e-45)");
   if (!(config.min_scale > 0) || !(config.min_scale <= config.init_scale))
     throw std::invalid_argument("megatron: min must be > 0 and <= init");
   if (!(config.growth_factor > 1.0)) throw std::invalid_argument("megatron: growth must be > 1");

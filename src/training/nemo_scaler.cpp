@@ -10,8 +10,9 @@ namespace mpverify::training {
 
 NemoScaler::NemoScaler(const NemoConfig& config)
     : config_(config), scale_(static_cast<float>(config.init_scale)), hysteresis_(config.hysteresis) {
-  if (!(config.init_scale > 0) || !std::isfinite(scale_))
-    throw std::invalid_argument("nemo: init must be > 0 and finite in fp32");
+  if (!(scale_ > 0) || !std::isfinite(scale_))  // the fp32 value: below 2^-149 it is 0
+    throw std::invalid_argument("nemo: init must be finite and > 0 once rounded to fp32 (its smallest is 2^-149, "
+                                "about 1.4e-45)");
   if (!(config.growth_factor > 1.0)) throw std::invalid_argument("nemo: growth must be > 1");
   if (!(config.backoff_factor < 1.0) || !(config.backoff_factor > 0.0))
     throw std::invalid_argument("nemo: backoff must be in (0, 1)");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -27,11 +28,21 @@ double number_field(const std::string& where, const json& v) {
   return d;
 }
 
-std::int64_t integer_field(const std::string& where, const json& v, std::int64_t least) {
+// The most an iteration counter (DeepSpeed's cur_iter) may hold: far beyond any run, and small enough that
+// counting on from it cannot overflow.
+constexpr std::int64_t kMostIterations = std::int64_t{1} << 40;
+// The bounds of a hysteresis counter, held in an int that counts down once per overflow.
+constexpr std::int64_t kHysteresisBound = std::int64_t{1} << 30;
+
+// An integer in [least, most]. JSON integers beyond int64 (2^64 - 1 is stored unsigned) are refused by
+// their text, never wrapped.
+std::int64_t integer_field(const std::string& where, const json& v, std::int64_t least, std::int64_t most) {
+  const auto range = [&] { return "expected an integer from " + std::to_string(least) + " to " +
+                                  std::to_string(most) + ", got " + v.dump(); };
   if (!v.is_number_integer()) bad(where, "expected an integer, got " + v.dump());
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(most)) bad(where, range());
   const std::int64_t n = v.get<std::int64_t>();
-  if (n < least || n > (std::int64_t{1} << 40)) bad(where, "expected an integer >= " + std::to_string(least) +
-                                                             ", got " + v.dump());
+  if (n < least || n > most) bad(where, range());
   return n;
 }
 
@@ -63,13 +74,19 @@ struct Fields {
       if (!state.contains(field)) continue;
       const std::string where = strategy + " state " + field;
       const json& v = state[field];
-      base[key] = key == "interval" ? std::to_string(integer_field(where, v, 1)) : number_text(number_field(where, v));
+      base[key] = key == "interval" ? std::to_string(integer_field(where, v, 1, std::numeric_limits<int>::max()))
+                                    : number_text(number_field(where, v));
     }
     return base;
   }
-  std::optional<std::int64_t> counter(const std::string& field, std::int64_t least) const {
+  std::optional<std::int64_t> counter(const std::string& field, std::int64_t least, std::int64_t most) const {
     if (!state.contains(field)) return std::nullopt;
-    return integer_field(strategy + " state " + field, state[field], least);
+    return integer_field(strategy + " state " + field, state[field], least, most);
+  }
+  // A growth tracker restarts at 0 on reaching the interval, so a saved one lies below it; above, the
+  // framework's `tracker + 1 == interval` would never hold again (and tracker + 1 could overflow).
+  std::optional<std::int64_t> growth_tracker(const std::string& field, int interval) const {
+    return counter(field, 0, interval - 1);
   }
 };
 
@@ -79,14 +96,15 @@ std::unique_ptr<Scaler> torch_like(const std::string& name, const ScalerOptions&
   if (name == "nemo") f.counters.push_back("_hysteresis_tracker");
   f.check_names();
   auto scaler = make_scaler(name, f.options(options));
-  const auto tracker = f.counter("_growth_tracker", 0);
   if (name == "torch") {
     auto& t = static_cast<TorchScaler&>(*scaler);
+    const auto tracker = f.growth_tracker("_growth_tracker", t.growth_interval());
     t.restore(static_cast<int>(tracker.value_or(t.growth_tracker())));
   } else {
     auto& n = static_cast<NemoScaler&>(*scaler);
+    const auto tracker = f.growth_tracker("_growth_tracker", n.growth_interval());
     // The hysteresis counter can be <= 0 after overflows (it backs off while <= 0).
-    const auto h = f.counter("_hysteresis_tracker", -(std::int64_t{1} << 30));
+    const auto h = f.counter("_hysteresis_tracker", -kHysteresisBound, kHysteresisBound);
     n.restore(static_cast<int>(tracker.value_or(n.growth_tracker())), static_cast<int>(h.value_or(n.hysteresis())));
   }
   return scaler;
@@ -97,8 +115,8 @@ std::unique_ptr<Scaler> megatron(const std::string& name, const ScalerOptions& o
   f.check_names();
   auto scaler = make_scaler(name, f.options(options));
   auto& m = static_cast<MegatronScaler&>(*scaler);
-  const auto tracker = f.counter("growth_tracker", 0);
-  const auto h = f.counter("hysteresis_tracker", -(std::int64_t{1} << 30));
+  const auto tracker = f.growth_tracker("growth_tracker", m.growth_interval());
+  const auto h = f.counter("hysteresis_tracker", -kHysteresisBound, kHysteresisBound);
   m.restore(static_cast<int>(tracker.value_or(m.growth_tracker())), static_cast<int>(h.value_or(m.hysteresis())));
   return scaler;
 }
@@ -110,9 +128,9 @@ std::unique_ptr<Scaler> deepspeed(const std::string& name, const ScalerOptions& 
   auto& d = static_cast<DeepSpeedScaler&>(*scaler);
   if (d.config().optimizer == DeepSpeedOptimizer::fp16 && state.contains("cur_hysteresis"))
     bad(name, "state field 'cur_hysteresis': FP16_Optimizer (deepspeed.optimizer=fp16) has no hysteresis");
-  const auto iteration = f.counter("cur_iter", 0);
-  const auto last = f.counter("last_overflow_iter", -1);
-  const auto h = f.counter("cur_hysteresis", 1);
+  const auto iteration = f.counter("cur_iter", 0, kMostIterations);
+  const auto last = f.counter("last_overflow_iter", -1, kMostIterations);
+  const auto h = f.counter("cur_hysteresis", 1, kHysteresisBound);
   const std::int64_t it = iteration.value_or(d.iteration()), lo = last.value_or(d.last_overflow_iteration());
   if (lo >= it) bad(name, "state: last_overflow_iter (" + std::to_string(lo) + ") must be below cur_iter (" +
                               std::to_string(it) + "): cur_iter counts the updates done");

@@ -10,8 +10,9 @@ namespace mpverify::training {
 
 TorchScaler::TorchScaler(const TorchConfig& config)
     : config_(config), scale_(static_cast<float>(config.init_scale)) {
-  if (!(config.init_scale > 0) || !std::isfinite(scale_))
-    throw std::invalid_argument("torch: init must be > 0 and finite in fp32");
+  if (!(scale_ > 0) || !std::isfinite(scale_))  // the fp32 value: below 2^-149 it is 0
+    throw std::invalid_argument("torch: init must be finite and > 0 once rounded to fp32 (its smallest is 2^-149, "
+                                "about 1.4e-45)");
   // GradScaler's own asserts.
   if (!(config.growth_factor > 1.0)) throw std::invalid_argument("torch: growth must be > 1");
   if (!(config.backoff_factor < 1.0) || !(config.backoff_factor > 0.0))
