@@ -1,5 +1,7 @@
 #include "report/html_page.h"
 
+#include "report/link_policy.h"
+#include "report/svg_sanitize.h"
 #include "report/xml_escape.h"
 
 #include <algorithm>
@@ -29,8 +31,9 @@ constexpr std::string_view kDetailsOpen = "<details><summary>", kSummaryClose = 
 
 class Converter {
  public:
-  Converter(std::string document, const std::vector<std::string>& documents, const ImageInliner& image)
-      : document_(std::move(document)), documents_(documents), image_(image) {}
+  Converter(std::string document, const std::vector<std::string>& documents, const ImageInliner& image,
+            LinkFilter links)
+      : document_(std::move(document)), documents_(documents), image_(image), links_(std::move(links)) {}
 
   std::string inline_text(std::string_view s) {
     std::string out;
@@ -66,7 +69,7 @@ class Converter {
         if (close != std::string_view::npos && end != std::string_view::npos) {
           const std::string label(s.substr(open + 1, close - open - 1));
           const std::string target(s.substr(close + 2, end - close - 2));
-          out += is_image ? image_(target, label) : link(label, target);
+          out += is_image ? image_(target, label) : link(label, target, s.substr(i, end + 1 - i));
           i = end + 1;
           continue;
         }
@@ -279,19 +282,23 @@ class Converter {
     }
     return id;
   }
-  std::string link(const std::string& label, const std::string& target) {
+  // A link the filter refuses is shown as its Markdown `source`: the reader
+  // sees where it pointed, and nothing on the page follows it.
+  std::string link(const std::string& label, const std::string& target, std::string_view source) {
     std::string href = target;
     if (target.size() > 3 && target.compare(target.size() - 3, 3, ".md") == 0 &&
         target.find('/') == std::string::npos) {
       const std::string stem = target.substr(0, target.size() - 3);
       if (std::find(documents_.begin(), documents_.end(), stem) != documents_.end()) href = "#doc-" + stem;
     }
+    if (href == target && !links_(target)) return xml_escape(source);
     return "<a href=\"" + xml_escape(href) + "\">" + inline_text(label) + "</a>";
   }
 
   std::string document_;
   const std::vector<std::string>& documents_;
   const ImageInliner& image_;
+  LinkFilter links_;
   std::map<std::string, int> ids_;
   int open_details_ = 0;
 };
@@ -304,16 +311,34 @@ std::string read_text(const fs::path& file) {
   return s.str();
 }
 
-// The SVG element of a file: what precedes "<svg" (an XML declaration, a
-// comment) is dropped, since it may not appear inside HTML.
-std::string svg_element(const fs::path& file, const fs::path& markdown) {
-  const std::string text = read_text(file);
-  const std::size_t start = text.find("<svg");
-  if (start == std::string::npos)
-    throw std::runtime_error(markdown.string() + ": image " + file.string() + " is not an SVG file (no <svg element)");
-  std::string svg = text.substr(start);
-  while (!svg.empty() && (svg.back() == '\n' || svg.back() == ' ')) svg.pop_back();
-  return svg;
+// The markup for image `target` of report `markdown`: the figure as
+// sanitize_svg writes it again, or, for a figure it refuses, a note saying
+// which and why (and a line in `left_out`). Throws for an image the page
+// cannot hold at all: a URL, not .svg, outside the report's folder, missing.
+std::string figure(const fs::path& markdown, const std::string& target, const std::string& alt,
+                   std::vector<std::string>& left_out) {
+  const bool remote =
+      target.find("://") != std::string::npos || starts_with(target, "//") || starts_with(target, "data:");
+  if (remote || fs::path(target).extension() != ".svg" || fs::path(target).is_absolute())
+    throw std::runtime_error(markdown.string() + ": image '" + target +
+                             "' is not a local .svg file next to the report; the page would not be self-contained");
+  const fs::path folder = markdown.parent_path().empty() ? fs::path(".") : markdown.parent_path();
+  const fs::path svg = markdown.parent_path() / target;
+  // Resolved with its symlinks: a link inside the folder may point anywhere.
+  if (!lies_inside(svg, folder))
+    throw std::runtime_error(markdown.string() + ": image '" + target + "' lies outside the reports folder " +
+                             folder.string() + "; the page shows figures of that folder only");
+  if (!fs::is_regular_file(svg))
+    throw std::runtime_error(markdown.string() + ": image '" + target + "' not found (looked for " + svg.string() +
+                             ")");
+  try {
+    return "<span class=\"figure\" role=\"img\" aria-label=\"" + xml_escape(alt) + "\">" +
+           sanitize_svg(read_text(svg)) + "</span>";
+  } catch (const SvgRefused& e) {
+    left_out.push_back(markdown.string() + ": image '" + target + "' left out: " + e.what());
+    return "<span class=\"left-out\" role=\"note\">image " + xml_escape(target) + " left out: " + xml_escape(e.what()) +
+           "</span>";
+  }
 }
 
 const char* const kStyle =
@@ -328,17 +353,23 @@ const char* const kStyle =
     "pre{background:#f6f8fa;padding:12px;overflow-x:auto;line-height:1.3;white-space:pre-wrap}"
     "pre code{background:none;padding:0}"
     "figure{margin:12px 0}figure svg{max-width:100%;height:auto}"
+    ".left-out{display:inline-block;border:1px dashed #cf222e;color:#cf222e;padding:8px 12px}"
     "nav li{margin:2px 0}";
 
 }  // namespace
 
 std::string markdown_to_html(std::string_view markdown, const std::string& document,
-                             const std::vector<std::string>& documents, const ImageInliner& image) {
-  Converter converter(document, documents, image);
+                             const std::vector<std::string>& documents, const ImageInliner& image,
+                             const LinkFilter& links) {
+  LinkFilter filter = links;
+  if (!filter) filter = [](const std::string& target) { return link_allowed(target, {}); };
+  Converter converter(document, documents, image, std::move(filter));
   return converter.convert(markdown);
 }
 
-std::string html_page(const std::string& title, const std::vector<fs::path>& markdown_files) {
+std::string html_page(const std::string& title, const std::vector<fs::path>& markdown_files,
+                      std::vector<std::string>* left_out) {
+  std::vector<std::string> refused;
   std::vector<std::string> names;
   for (const fs::path& f : markdown_files) names.push_back(f.stem().string());
   std::string body, contents;
@@ -346,19 +377,12 @@ std::string html_page(const std::string& title, const std::vector<fs::path>& mar
     const fs::path& file = markdown_files[i];
     const std::string markdown = read_text(file);
     const ImageInliner inline_svg = [&](const std::string& target, const std::string& alt) {
-      const bool remote = target.find("://") != std::string::npos || starts_with(target, "//") ||
-                          starts_with(target, "data:");
-      if (remote || fs::path(target).extension() != ".svg" || fs::path(target).is_absolute())
-        throw std::runtime_error(file.string() + ": image '" + target +
-                                 "' is not a local .svg file next to the report; the page would not be self-contained");
-      const fs::path svg = file.parent_path() / target;
-      if (!fs::is_regular_file(svg))
-        throw std::runtime_error(file.string() + ": image '" + target + "' not found (looked for " + svg.string() + ")");
-      return "<span class=\"figure\" role=\"img\" aria-label=\"" + xml_escape(alt) + "\">" + svg_element(svg, file) +
-             "</span>";
+      return figure(file, target, alt, refused);
     };
+    const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+    const LinkFilter links = [&](const std::string& target) { return link_allowed(target, folder); };
     body += "<section id=\"doc-" + xml_escape(names[i]) + "\">\n";
-    body += markdown_to_html(markdown, names[i], names, inline_svg);
+    body += markdown_to_html(markdown, names[i], names, inline_svg, links);
     body += "</section>\n";
     // The table of contents names each document by its first heading.
     std::string heading = names[i];
@@ -382,13 +406,16 @@ std::string html_page(const std::string& title, const std::vector<fs::path>& mar
   page += "</ul>\n</nav>\n</header>\n<main>\n";
   page += body;
   page += "</main>\n</body>\n</html>\n";
+  if (left_out) left_out->insert(left_out->end(), refused.begin(), refused.end());
   return page;
 }
 
 std::vector<fs::path> report_files(const fs::path& directory, const std::vector<std::string>& first) {
   std::vector<fs::path> files;
   for (const fs::directory_entry& e : fs::directory_iterator(directory))
-    if (e.is_regular_file() && e.path().extension() == ".md") files.push_back(e.path());
+    // A link to a file outside the folder is not a report of it (report/link_policy.h).
+    if (e.is_regular_file() && e.path().extension() == ".md" && lies_inside(e.path(), directory))
+      files.push_back(e.path());
   const auto rank = [&](const fs::path& f) {
     return static_cast<std::size_t>(std::find(first.begin(), first.end(), f.filename().string()) - first.begin());
   };

@@ -496,8 +496,11 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
   fs::create_directories(report_dir);
   write_figures(c, sides, steps, result.files);
   write_output(c.report, study_markdown(c, sides, result, gates, steps), result.files);
+  std::vector<std::string> left_out;  // figures of other reports in the folder that the page refused
   write_output(report_dir / "index.html",
-               html_page("mpverify reports", report_files(report_dir, {c.report.filename().string()})), result.files);
+               html_page("mpverify reports", report_files(report_dir, {c.report.filename().string()}), &left_out),
+               result.files);
+  for (const std::string& line : left_out) say("study: warning: " + line);
 
   result.json = study_json(result, gates);
   return result;
