@@ -154,8 +154,21 @@ TEST(AllreduceCli, BadInputsExitTwoAndWriteNothing) {
   mpverify::io::write_npy(dir / "flat.npy", std::span<const float>(kRows), {kRows.size()});
   const std::vector<float> two = {1, 2};
   mpverify::io::write_npy(dir / "two.npy", std::span<const float>(two), {2});
+  // A finite float64 beyond float32's range once read as inf and was counted a "non-finite input"; a 0-d
+  // input's message spoke of quantize.
+  const std::vector<double> huge = {1.0, 1e300, 2.0, 3.0};
+  mpverify::io::write_npy(dir / "huge.npy", std::span<const double>(huge), {2, 2});
+  const std::vector<float> scalar = {1};
+  mpverify::io::write_npy(dir / "scalar.npy", std::span<const float>(scalar), {});
   const std::string out = dir / "out.npy";
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir / "huge.npy" + " --format bf16 --out " + out, "holds 1.0000000000000001e+300 at element 1"},
+      {dir / "scalar.npy" + " --format bf16 --out " + out, "0-d (a scalar); allreduce needs"},
+      // Counts read by their text: -1 was echoed as 18446744073709551615, 1e12 and 2^20 ranks ran out of memory
+      // with exit 1 and no option named.
+      {"--synthetic 1 --ranks -1 --elements 5 --format bf16 --out " + out, "'-1' is not a whole number from 1 to 1048576"},
+      {"--synthetic 1 --ranks 2 --elements 1e12 --format bf16 --out " + out, "'1e12' is not a whole number"},
+      {"--synthetic 1 --ranks 1048576 --elements 1000 --format bf16 --out " + out, "is more than 268435456 values"},
       {dir / "missing.npy" + " --format bf16 --out " + out, "missing.npy"},
       {dir / "flat.npy" + " --format bf16 --out " + out, "2-D"},
       {dir / "in.npy" + " --format bf17 --out " + out, "bf17"},
@@ -167,7 +180,7 @@ TEST(AllreduceCli, BadInputsExitTwoAndWriteNothing) {
       {dir / "flat.npy " + dir / "two.npy" + " --format bf16 --out " + out, "same number"},
       {dir / "in.npy" + " --format bf16 --mpi --out " + out, "mpirun"},
       {"--from-model resnet --ranks 2 --format bf16 --out " + out, "resnet"},
-      {"--from-model cnn --ranks 0 --format bf16 --out " + out, "0 ranks"},
+      {"--from-model cnn --ranks 0 --format bf16 --out " + out, "'0' is below 1"},
       {"--from-model cnn --format bf16 --out " + out, "--ranks"},
       {"--from-model cnn --ranks 2 --shard-batch 0 --format bf16 --out " + out, "shard batch"},
       {"--from-model cnn --ranks 2 --data kjv --format bf16 --out " + out, "kjv"},

@@ -2,7 +2,7 @@
 // --version prints the CMake project's version and the GPU (or why none); a misspelt or unknown option
 // is named as unknown (before any "--x is required" it caused), with the
 // command's help to look at and exit code 2; analyze's and swamp's help
-// define what they print.
+// define what they print; counts are read by their text; whatever a command throws exits 2.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +17,12 @@ namespace {
 
 using mpverify::test::run_command;
 
-std::string cli(const std::string& args) { return std::string(MPVERIFY_BIN) + " " + args; }
+std::string cli(const std::string& args) {
+  std::string command = MPVERIFY_BIN;  // appended, not string + literal: GCC 12's false -Warray-bounds
+  command += ' ';
+  command += args;
+  return command;
+}
 
 TEST(CliUsage, VersionPrintsTheProjectVersion) {
   const auto r = run_command(cli("--version"), "");
@@ -73,6 +78,41 @@ TEST(CliUsage, OtherUsageErrorsStillSayWhatIsWrong) {
 
 // `mpverify --help` fits one screen: a line per command (the list the unknown-command error gives, an
 // independent source), none wider than 100 columns; the long descriptions stay in each command's --help.
+// CLI11 reads "-1" into a count as 2^64 - 1 and "1e12" as 10^12; they once reached an allocation (exit 1,
+// "std::bad_alloc" or "vector::reserve", no option named). Each is refused by its text, naming the option.
+TEST(CountOption, CountsAreReadByTheirTextAndBounded) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fid a.npz b.npz --bootstrap -1", "--bootstrap: '-1' is not a whole number from 0 to 100000"},
+      {"fid a.npz b.npz --bootstrap 1000000000000", "'1000000000000' is above 100000"},
+      {"fid a.npz b.npz --kid-subsets 1e12", "--kid-subsets: '1e12' is not a whole number from 1 to 1000000"},
+      {"train --model mlp --train-size 1e12 --out /nonexistent/run", "--train-size: '1e12' is not a whole number"},
+      {"train --model mlp --test-size 16777217 --out /nonexistent/run", "'16777217' is above 16777216"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = run_command(cli(args), "", true);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+// Exit 1 and 3 are verdicts, which commands return; whatever a command throws is input it cannot use: exit 2,
+// an allocation failure included (it once exited 1, which `--check` and the gate read as a verdict).
+TEST(CliUsage, ThrownErrorsExitTwo) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
+#endif
+#endif
+  // 2^28 floats (1 GiB) of synthetic gradients under a 512 MiB address-space limit: std::bad_alloc.
+  std::string command = "ulimit -v 524288; ";  // appended, not "literal" + string: GCC 12's false -Warray-bounds
+  command += cli("allreduce --synthetic 1 --ranks 16 --elements 16777216 --format bf16 --out /nonexistent/out.npy");
+  const auto r = run_command(command, "", true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("out of memory"), std::string::npos) << r.out;
+}
+
 TEST(CliUsage, RootHelpListsEachCommandOnOneLineOnOneScreen) {
   const auto unknown = run_command(cli("no-such-command"), "", true);
   const std::size_t from = unknown.out.find("(commands: ");

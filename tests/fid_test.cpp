@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -596,6 +597,12 @@ TEST_F(FidStatisticsFile, RefusesWhatIsNotMuAndSigma) {
       {"mu_nan.npz", {{"mu", {2}, {1, nan}}, {"sigma", {2, 2}, {1, 0, 0, 1}}}, {"mu[1]", "not finite"}},
       {"sigma_inf.npz", {{"mu", {2}, {1, 2}}, {"sigma", {2, 2}, {1, 0, INFINITY, 1}}}, {"sigma[1, 0]", "not finite"}},
       {"negative.npz", {{"mu", {2}, {1, 2}}, {"sigma", {2, 2}, {1, 0, 0, -1}}}, {"sigma[1, 1]", "negative variance"}},
+      // Symmetric with a non-negative diagonal, yet not covariances: the eigenvalue -1 was once clamped to 0
+      // as rounding and the gate said EQUIVALENT; with 1e6 off the diagonal every FID came out 0.
+      {"indefinite.npz", {{"mu", {4}, {0, 0, 0, 0}}, {"sigma", {4, 4}, {1, 2, 0, 0, 2, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}}},
+       {"the eigenvalue -1,", "not a covariance matrix"}},
+      {"huge_offdiagonal.npz", {{"mu", {2}, {0, 0}}, {"sigma", {2, 2}, {1, 1e6f, 1e6f, 1}}},
+       {"the eigenvalue -999999,", "positive semi-definite"}},
       // 3e-4 of the largest variance (4) apart: above the tolerance.
       {"asymmetric.npz", {{"mu", {2}, {1, 2}}, {"sigma", {2, 2}, {4, 1.0f, 1.0012f, 1}}},
        {"not symmetric", "sigma[0, 1] = 1 but sigma[1, 0] = 1.001"}},
@@ -606,6 +613,23 @@ TEST_F(FidStatisticsFile, RefusesWhatIsNotMuAndSigma) {
     EXPECT_NE(m.find(f.string()), std::string::npos) << m;
     for (const std::string& w : c.words) EXPECT_NE(m.find(w), std::string::npos) << c.name << ": " << m;
   }
+  // A covariance of fewer samples than dimensions is singular; stored in float32 its zero eigenvalues come
+  // out slightly negative, and it is still a covariance. 3 samples of 64 dimensions, of a seeded draw.
+  std::mt19937_64 rng(45);
+  std::normal_distribution<double> normal;
+  constexpr std::size_t kSamples = 3, kDims = 64;
+  std::vector<double> x(kSamples * kDims);
+  for (double& v : x) v = normal(rng);
+  std::vector<float> sigma(kDims * kDims);
+  for (std::size_t i = 0; i < kDims; ++i)
+    for (std::size_t j = 0; j < kDims; ++j) {
+      double sum = 0;
+      for (std::size_t n = 0; n < kSamples; ++n) sum += x[n * kDims + i] * x[n * kDims + j];
+      sigma[i * kDims + j] = static_cast<float>(sum / (kSamples - 1));
+    }
+  const fs::path singular = write("singular.npz", {{"mu", {kDims}, std::vector<float>(kDims, 0.0f)},
+                                                   {"sigma", {kDims, kDims}, sigma}});
+  EXPECT_EQ(refusal(singular), "");
   EXPECT_NE(refusal(root_ / "missing.npz").find("no such file"), std::string::npos);
   std::ofstream(root_ / "text.npz") << "not a zip archive";
   EXPECT_NE(refusal(root_ / "text.npz").find("text.npz"), std::string::npos);

@@ -84,6 +84,15 @@ TEST_F(ValueFileReader, JsonWithPythonsNonFiniteTokens) {
   EXPECT_NE(error_of("t.json", R"([{"seed": 1, "value": "NaN"}])").find("expected a number"), std::string::npos);
 }
 
+TEST_F(ValueFileReader, AByteOrderMarkIsNotPartOfTheHeaderANulIsNamed) {
+  // Spreadsheet programs write a UTF-8 byte order mark first; it was read into the first column's name.
+  const auto f = read("bom.csv", "\xEF\xBB\xBFseed,value\n1,95\n2,94\n");
+  ASSERT_EQ(f.records.size(), 2u);
+  EXPECT_EQ(f.records[1].value, 94);
+  const std::string nul = error_of("nul.csv", std::string("seed,value\n1,9\0" "5\n", 15));
+  EXPECT_NE(nul.find("nul.csv' line 2: holds the control character 0x00 at column 4"), std::string::npos) << nul;
+}
+
 TEST_F(ValueFileReader, BadFilesNameTheFileAndLine) {
   struct Case {
     const char* name;
@@ -92,6 +101,10 @@ TEST_F(ValueFileReader, BadFilesNameTheFileAndLine) {
   };
   const Case cases[] = {
       {"empty.csv", "", {"empty.csv", "is empty", "seed,value"}},
+      // An open quote once swallowed the line: 3,"92.0 read as seed 3, value 92.0.
+      {"quote.csv", "seed,value\n1,95\n3,\"92.0\n", {"quote.csv' line 3", "double quote is not closed"}},
+      // Control characters were invisible in the message (a NUL ended it: see below).
+      {"esc.csv", "seed,value\n1,\x1b[31m95\n", {"esc.csv' line 2", "0x1B at column 3"}},
       {"header.csv", "1,95\n2,94\n", {"header.csv' line 1", "unknown column '1'"}},
       {"typo.csv", "seed,value,std_err\n1,95,0.1\n", {"line 1", "unknown column 'std_err'"}},
       {"novalue.csv", "seed\n1\n", {"line 1", "needs the columns seed and value"}},

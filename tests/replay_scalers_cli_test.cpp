@@ -310,11 +310,19 @@ TEST(ReplayScalersCli, TraceAndCheckErrorsExit2WithNoOutput) {
            {"--trace - --check torch", "0\n1\n"},                       // no recorded scale
            {"--trace - --strategies delayed", "step,found_inf\n0,1\n"},  // no amax column
            {"--trace - --strategies torch --log-format csv", "step,loss\n0,1\n"},
-           {"--trace - --strategies torch", "step,found_inf\n0,maybe\n"}}) {
+           {"--trace - --strategies torch", "step,found_inf\n0,maybe\n"},
+           // A logged NaN or inf scale is a damaged log, not a scale that differs (it read as exit 1).
+           {"--trace - --check megatron",
+            megatron_line(1, "65536.0", 0) + megatron_line(2, "nan", 0) + megatron_line(3, "65536.0", 0)},
+           {"--trace - --check torch", "step,found_inf,scale\n0,0,65536\n1,0,nan\n"},
+           {"--trace - --check torch", "step,found_inf,scale\n0,0,65536\n1,0,inf\n"}}) {
     const auto r = run_command(replay(args), input);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(r.out, "") << args;
   }
+  const auto nan_scale = run_command(replay("--trace - --check megatron"),
+                                    megatron_line(1, "65536.0", 0) + megatron_line(2, "nan", 0), true);
+  EXPECT_NE(nan_scale.out.find("line 2: loss scale: nan is not a loss scale"), std::string::npos) << nan_scale.out;
   const auto named = run_command(replay("--trace - --strategies delayed"), "step,found_inf\n0,1\n", true);
   EXPECT_NE(named.out.find("line 2"), std::string::npos) << named.out;
   EXPECT_NE(named.out.find("amax"), std::string::npos) << named.out;

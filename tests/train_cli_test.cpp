@@ -304,10 +304,22 @@ TEST(TrainCli, SeedsWriteAnEnsembleDirectory) {
   const std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
   EXPECT_FALSE(sa.empty());
   EXPECT_EQ(sa, sb);
-  // Not replaced without --force.
-  r = run_command(train_on(args + "--seeds 2-3,7 --out " + dir.string()), "", true);
+  // The same command again (a retried CI job) reports the finished ensemble, retraining nothing: it once
+  // exited 2 asking for --force.
+  const std::string first_output = r.out;
+  const auto modified = fs::last_write_time(dir / "seed-3" / "steps.jsonl");
+  const auto again = run_command(train_on(args + "--seeds 2-3,7 --out " + dir.string()), "");
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(again.out, first_output);
+  EXPECT_EQ(fs::last_write_time(dir / "seed-3" / "steps.jsonl"), modified) << "a finished run was trained again";
+  // Other seeds, or another configuration, are not replaced without --force.
+  r = run_command(train_on(args + "--seeds 2-3 --out " + dir.string()), "", true);
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("an ensemble of other seeds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  r = run_command(train_on(args + "--seeds 2-3,7 --lr 0.01 --out " + dir.string()), "", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("another configuration"), std::string::npos) << r.out;
   // Bad input: exit 2, a message naming the problem, nothing written.
   const fs::path bad = fresh_dir("ensemble-bad");
   for (const auto& [seeds, fragment] : {std::pair<std::string, std::string>{"1,1", "repeated"}, {"3-1", "goes down"},

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/input_file.h"
 #include "io/json_text.h"
 
 namespace mpverify::analysis {
@@ -38,7 +39,7 @@ std::optional<bool> bool_field(const nlohmann::json& j, const char* key, const f
 }
 
 StepRecord read_step_json(const fs::path& file, std::int64_t step) {
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in = io::open_input_file(file);
   if (!in) fail(file, "cannot be read");
   std::ostringstream text;
   text << in.rdbuf();

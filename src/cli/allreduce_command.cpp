@@ -23,6 +23,7 @@
 
 #include "cli/allreduce_inputs.h"
 #include "cli/commands.h"
+#include "cli/count_option.h"
 #include "cli/json_value.h"
 #include "cli/mpi_session.h"
 #include "cli/rounding_options.h"
@@ -267,8 +268,10 @@ void add_allreduce_command(CLI::App& root, std::vector<Command>& commands) {
       ->capture_default_str();
   o->rounding.add_to(app, "Stochastic rounding's seed (the streams: docs/allreduce.md)");
   app->add_option("--synthetic", o->synthetic, "Synthetic inputs with this seed (normal draws times 2^-10) instead of files");
-  app->add_option("--ranks", o->ranks, "With --synthetic or --from-model: the number of ranks");
-  app->add_option("--elements", o->elements, "With --synthetic: the elements of each rank's gradient");
+  app->add_option("--ranks", o->ranks, "With --synthetic or --from-model: the number of ranks")
+      ->check(count_from_to(1, collective::kMaxRanks, "the most ranks an all-reduce models"));
+  app->add_option("--elements", o->elements, "With --synthetic: the elements of each rank's gradient")
+      ->check(count_from_to(1, kMaxSyntheticValues, "memory: every rank's gradient is held"));
   app->add_option("--from-model", o->from_model.model,
                   "Per-rank gradients of a training step's data-parallel shards: cnn, mlp or transformer "
                   "(FP32 reference backend; docs/allreduce.md)");

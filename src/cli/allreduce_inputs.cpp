@@ -15,7 +15,7 @@ void check_ranks(std::size_t ranks, const std::string& where) {
 }
 
 AllreduceInputs one_matrix(const std::string& file) {
-  TensorArgument t = read_tensor_argument(file);
+  TensorArgument t = read_tensor_argument(file, "allreduce");
   if (t.shape.size() != 2)
     throw UsageError(tensor_label(t) + " has shape " + shape_text(t.shape) +
                      "; one input file must be 2-D (ranks x n, one row per rank), or give one file per rank");
@@ -32,7 +32,7 @@ AllreduceInputs read_allreduce_inputs(const std::vector<std::string>& files) {
   AllreduceInputs in;
   in.ranks = files.size();
   for (const std::string& file : files) {
-    const TensorArgument t = read_tensor_argument(file);
+    const TensorArgument t = read_tensor_argument(file, "allreduce");
     if (in.values.empty()) in.n = t.values.size();
     if (t.values.size() != in.n || in.n == 0)
       throw UsageError(tensor_label(t) + " has " + std::to_string(t.values.size()) + " elements; every rank's file " +
@@ -46,6 +46,9 @@ AllreduceInputs read_allreduce_inputs(const std::vector<std::string>& files) {
 AllreduceInputs synthetic_allreduce_inputs(std::uint64_t seed, std::size_t ranks, std::size_t n) {
   check_ranks(ranks, "--ranks");
   if (n == 0) throw UsageError("--elements 0: give the number of elements per rank (at least 1)");
+  if (n > kMaxSyntheticValues / ranks)  // divided, so that the product cannot wrap
+    throw UsageError("--ranks " + std::to_string(ranks) + " x --elements " + std::to_string(n) + " is more than " +
+                     std::to_string(kMaxSyntheticValues) + " values (memory: every rank's gradient is held)");
   return {collective::synthetic_gradients(ranks, n, seed), ranks, n, "synthetic, seed " + std::to_string(seed), {}};
 }
 

@@ -28,6 +28,8 @@ struct AllreduceInputs {
 AllreduceInputs read_allreduce_inputs(const std::vector<std::string>& files);
 
 // `--synthetic SEED --ranks N --elements n`.
+// The most values (ranks x elements) synthetic inputs may hold: 2^28 floats, 1 GiB, with the exact sums beside.
+inline constexpr std::size_t kMaxSyntheticValues = std::size_t{1} << 28;
 AllreduceInputs synthetic_allreduce_inputs(std::uint64_t seed, std::size_t ranks, std::size_t n);
 
 // `--from-model MODEL --ranks N [--shard-batch B] [--data D] [--model-seed S] [--step K]`: UsageError for

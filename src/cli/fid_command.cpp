@@ -27,6 +27,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/count_option.h"
 #include "cli/json_value.h"
 #include "io/npy.h"
 #include "metrics/fid.h"
@@ -359,14 +360,17 @@ void add_fid_command(CLI::App& root, std::vector<Command>& commands) {
       ->type_name("DIR");
   app->add_flag("--json", o->json, "Print one JSON document (fid, kid, kid_stderr, n_a, n_b, dims, ...)");
   app->add_option("--seed", o->seed, "Seed of the KID subsets and the bootstrap (default 0)")->type_name("S");
-  app->add_option("--kid-subsets", o->kid_subsets, "KID: number of random subsets (default 100)")->type_name("K");
+  app->add_option("--kid-subsets", o->kid_subsets, "KID: number of random subsets (default 100)")
+      ->type_name("K")
+      ->check(count_from_to(1, 1000000, "each subset is one KID estimate"));
   app->add_option("--kid-subset-size", o->kid_subset_size,
                   "KID: rows per subset, drawn without replacement (default min(1000, N_a, N_b))")
       ->type_name("M");
   app->add_option("--bootstrap", o->bootstrap,
                   "Also a bootstrap interval for the FID from B replicates (rows resampled with replacement; "
                   "default 0: none)")
-      ->type_name("B");
+      ->type_name("B")
+      ->check(count_from_to(0, 100000, "each replicate computes one FID, O(d^3)"));
   app->add_option("--level", o->level, "Level of the bootstrap's percentile interval (default 0.95)")->type_name("L");
   app->add_option("--route", o->route,
                   "FID trace term: nuclear-norm (default; noise stays at eps) or symmetric-eigen "

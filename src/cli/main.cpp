@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -91,9 +92,15 @@ int run_chosen(const std::vector<Command>& commands) {
     } catch (const mpverify::record::OutputError& e) {
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
       return 2;
+    } catch (const std::bad_alloc&) {
+      // An input that asks for more memory than there is (a count, a size, a file that inflates): bad input.
+      std::cerr << "mpverify " << c.app->get_name() << ": error: out of memory: the input or an option asks for "
+                << "more memory than this machine has; use a smaller size or count\n";
+      return 2;
     } catch (const std::exception& e) {
+      // Exit 1 and 3 are verdicts, which commands return; anything thrown is input the command cannot use.
       std::cerr << "mpverify " << c.app->get_name() << ": error: " << e.what() << "\n";
-      return 1;
+      return 2;
     }
   }
   return 2;

@@ -242,7 +242,7 @@ std::string summary_text(const QuantizeOptions& o, const Request& r, const Tenso
 int run_quantize(const QuantizeOptions& o, const CLI::App& app) {
   check_output_name(o.out);
   const Request r = make_request(o, app);
-  const TensorArgument t = read_tensor_argument(o.in);
+  const TensorArgument t = read_tensor_argument(o.in, "quantize");
   const std::size_t axis = checked_axis(o.axis, t);
   check_tiles(r, t, app.count("--tile") > 0);
   emu::BlockQuantized q;

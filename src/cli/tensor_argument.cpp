@@ -1,5 +1,7 @@
 #include "cli/tensor_argument.h"
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <span>
 #include <utility>
@@ -57,7 +59,8 @@ const std::string* skipped_entry(const io::TensorFile& f, const std::string& nam
   return nullptr;
 }
 
-const io::TensorEntry& choose(const io::TensorFile& f, const std::string& file, const std::string& name) {
+const io::TensorEntry& choose(const io::TensorFile& f, const std::string& file, const std::string& name,
+                              const std::string& command) {
   if (name.empty()) {
     if (f.tensors.size() == 1) return f.tensors.front();
     if (f.tensors.empty())
@@ -68,17 +71,26 @@ const io::TensorEntry& choose(const io::TensorFile& f, const std::string& file, 
   for (const io::TensorEntry& e : f.tensors)
     if (e.name == name) return e;
   if (const std::string* s = skipped_entry(f, name))
-    throw UsageError(file + ": tensor " + *s + " is not floating point; quantize reads F16, BF16, F32, F64, "
+    throw UsageError(file + ": tensor " + *s + " is not floating point; " + command + " reads F16, BF16, F32, F64, "
                      "F8_E4M3 and F8_E5M2 tensors (tensors here: " + name_list(names_of(f)) + ")");
   throw UsageError(file + ": no tensor '" + name + "' (tensors: " + name_list(names_of(f)) + ")");
 }
 
-std::vector<float> c_order_floats(const io::TensorEntry& e) {
+std::vector<float> c_order_floats(const io::TensorEntry& e, const std::string& file, const std::string& command) {
   std::vector<float> v(static_cast<std::size_t>(e.count));
   if (e.dtype == io::Dtype::f64) {
     std::vector<double> d(v.size());
     io::decode_doubles(e.dtype, e.big_endian, e.data.data(), d);
-    for (std::size_t i = 0; i < d.size(); ++i) v[i] = static_cast<float>(d[i]);
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      v[i] = static_cast<float>(d[i]);
+      if (std::isinf(v[i]) && std::isfinite(d[i])) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%.17g", d[i]);
+        throw UsageError(file + ": tensor '" + e.name + "' holds " + value + " at element " +
+                         std::to_string(i) + " (in storage order), beyond float32's range (about 3.4e38); " +
+                         command + " reads values as float32");
+      }
+    }
   } else {
     io::decode_floats(e.dtype, e.big_endian, e.data.data(), v);
   }
@@ -92,7 +104,7 @@ std::string tensor_label(const TensorArgument& t) {
   return fs::path(t.file).extension() == ".npy" ? t.file : t.file + ":" + t.name;
 }
 
-TensorArgument read_tensor_argument(const std::string& text) {
+TensorArgument read_tensor_argument(const std::string& text, const std::string& command) {
   const auto [file, name] = split_argument(text);
   std::error_code ec;
   if (!fs::exists(file, ec)) throw UsageError(file + ": no such file (" + kForms + ")");
@@ -105,11 +117,11 @@ TensorArgument read_tensor_argument(const std::string& text) {
     throw UsageError(std::string(e.what()) + " (the input must be an .npy, .npz or .safetensors file of floating-point " +
                      "tensors: f16, bf16, f32, f64, fp8)");
   }
-  const io::TensorEntry& e = choose(f, file, name);
+  const io::TensorEntry& e = choose(f, file, name, command);
   if (e.shape.empty())
-    throw UsageError(file + ": tensor '" + e.name + "' is 0-d (a scalar); quantize needs at least one dimension " +
+    throw UsageError(file + ": tensor '" + e.name + "' is 0-d (a scalar); " + command + " needs at least one dimension " +
                      "(save it with shape [1])");
-  TensorArgument t{file, e.name, std::string(io::to_string(e.dtype)), {}, c_order_floats(e)};
+  TensorArgument t{file, e.name, std::string(io::to_string(e.dtype)), {}, c_order_floats(e, file, command)};
   for (const std::uint64_t d : e.shape) t.shape.push_back(static_cast<std::size_t>(d));
   return t;
 }

@@ -26,6 +26,8 @@ std::string shape_text(const std::vector<std::size_t>& shape);
 // Reads the tensor `text` names. UsageError naming the file and what is wrong
 // (no such file, an unreadable file, no tensor of that name with the names
 // present, a tensor that is not floating point, a 0-d tensor) and how to fix it.
-TensorArgument read_tensor_argument(const std::string& text);
+// `command` names the reader in messages ("quantize", "allreduce"). A float64 value beyond float32's range
+// is refused by its index: read as float32 it would become an infinity the file never held.
+TensorArgument read_tensor_argument(const std::string& text, const std::string& command);
 
 }  // namespace mpverify::cli

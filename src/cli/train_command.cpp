@@ -16,8 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/count_option.h"
 #include "cli/train_arguments.h"
 #include "io/file_error.h"
+#include "io/json_text.h"
 #include "metrics/gan_evaluation.h"
 #include "training/ensemble.h"
 #include "training/recipe.h"
@@ -69,6 +71,9 @@ std::string run_line(const std::filesystem::path& dir, const nlohmann::json& sum
   return line;
 }
 
+// The most examples a split may ask for (2^24; MNIST's training split holds 60,000).
+constexpr std::uint64_t kMostExamples = std::uint64_t{1} << 24;
+
 struct TrainOptions {
   training::TrainConfig config;
   std::string backend = "ref", out, optimizer = "sgd", inject, against, seeds, extractor;
@@ -106,10 +111,12 @@ void add_model_and_data_options(CLI::App* app, TrainOptions& o, TrainFlags& flag
       ->capture_default_str();
   app->add_option("--train-size", c.train_size,
                   "Training examples (synthetic: drawn; real: at most this many of the split's)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_from_to(0, kMostExamples, "memory: every example is made and held"));
   app->add_option("--test-size", c.test_size,
                   "Held-out examples evaluated (synthetic: drawn; real: at most; kjv: at most this many windows)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_from_to(0, kMostExamples, "memory: every example is made and held"));
   app->add_option("--samples", c.samples,
                   "dcgan: write this many generated images (n x 1 x S x S, float32 in [0, 1]) to samples.npy after "
                   "the last step")
@@ -291,8 +298,15 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  if (std::filesystem::exists(out / "ensemble.json") && !o.force)
-    throw UsageError("--out " + o.out + " already holds an ensemble (ensemble.json); pass --force to replace it");
+  // The same command again after it finished (a retried CI job) reports the ensemble as it stands:
+  // check_resumable keeps every run that finished with this configuration. Other seeds are refused.
+  if (std::filesystem::exists(out / "ensemble.json") && !o.force) {
+    nlohmann::json held;
+    with_usage_errors([&] { held = io::read_json_file(out / "ensemble.json"); });
+    if (!held.is_object() || held.value("seeds", nlohmann::json()) != nlohmann::json(seeds))
+      throw UsageError("--out " + o.out + " already holds an ensemble of other seeds (ensemble.json); pass --force "
+                       "to replace it, or choose another --out");
+  }
   training::EnsemblePlan plan;
   with_usage_errors([&] { plan = training::plan_ensemble(config, seeds); });
   if (!o.force) check_resumable(o, plan, show);

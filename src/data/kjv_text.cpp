@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "io/input_file.h"
 #include "data/data_file_error.h"
 #include "data/lzw.h"
 
@@ -37,7 +38,7 @@ std::uint32_t big_endian_u32(std::span<const std::uint8_t> bytes, std::size_t at
 }
 
 std::vector<std::uint8_t> read_bytes(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in = io::open_input_file(file);
   if (!in || std::filesystem::is_directory(file)) {
     std::string message = "KJV text not found: cannot read ";
     message += file.string();

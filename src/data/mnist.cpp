@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "io/input_file.h"
 #include "data/data_file_error.h"
 #include "data/stratified_split.h"
 
@@ -143,7 +144,7 @@ Dataset load_mnist(const std::filesystem::path& dir_in) {
   d.labels.reserve(kMnistImages);
   for (int digit = 0; digit < 10; ++digit) {
     const std::filesystem::path file = dir / (std::to_string(digit) + ".json");
-    std::ifstream in(file, std::ios::binary);
+    std::ifstream in = io::open_input_file(file);
     if (!in) {
       std::string message = "MNIST digits not found: cannot read ";
       message += file.string();

@@ -1,5 +1,7 @@
 #include "io/json_text.h"
 
+#include "io/input_file.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -55,7 +57,7 @@ std::optional<nlohmann::json> try_parse_json_text(std::string_view text, std::st
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& file, std::size_t max_depth) {
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in = open_input_file(file);
   if (!in) throw std::runtime_error(file.string() + ": cannot be opened");
   std::ostringstream text;
   text << in.rdbuf();

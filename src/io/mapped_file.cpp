@@ -11,11 +11,16 @@
 #include <utility>
 
 #include "io/file_error.h"
+#include "io/input_file.h"
 
 namespace mpverify::io {
 
 MappedFile::MappedFile(const std::filesystem::path& file) : path_(file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (const std::string what = not_a_regular_file(file); !what.empty())
+    throw FileError(file, "", 0, "is " + what + ", not a regular file; only regular files are read");
+  // O_NONBLOCK: should the name become a FIFO after the check, the open returns instead of waiting for a
+  // writer, and fstat below refuses it.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw FileError(file, "", 0, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <vector>
 
+#include "io/input_file.h"
 #include "io/file_error.h"
 
 namespace mpverify::io {
@@ -97,7 +98,7 @@ std::string sha256_hex(std::span<const unsigned char> bytes) {
 }
 
 std::string sha256_file_hex(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in = open_input_file(file);
   if (!in) throw FileError(file, "", 0, "cannot be opened for reading");
   Sha256 s;
   std::vector<char> buffer(1 << 16);

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/input_file.h"
 #include "io/json_text.h"
 
 namespace mpverify::metrics {
@@ -29,7 +30,7 @@ std::string read_text_file(const fs::path& file) {
   std::error_code ec;
   if (!fs::exists(file, ec)) throw InputError(quoted(file) + " does not exist");
   if (fs::is_directory(file, ec)) fail(file, "is a directory, expected a file");
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in = io::open_input_file(file);
   if (!in) fail(file, "cannot be opened for reading");
   std::ostringstream text;
   text << in.rdbuf();

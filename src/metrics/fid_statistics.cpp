@@ -6,6 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+
 #include "io/npz.h"
 
 namespace mpverify::metrics {
@@ -94,6 +98,26 @@ void check_values(const fs::path& file, const GaussianStats& g) {
     }
 }
 
+// A covariance is positive semi-definite. Symmetric with a non-negative diagonal is not enough
+// ([[1, 2], [2, 1]] has the eigenvalue -1): clamping such an eigenvalue to 0 as rounding would give a FID
+// of a matrix nobody wrote, negative before its clamp at 0. Rounding leaves only small negative eigenvalues:
+// float32 storage moves each entry by at most 2^-24 of its size, |sigma_ij| <= the largest variance v, so
+// the eigenvalues move by at most ||E||_2 <= d * 2^-24 * v. A Cholesky factorisation of sigma + d * 2^-23 * v * I
+// (twice that bound) succeeds for every matrix that is a covariance up to such rounding, and fails where an
+// eigenvalue lies further below 0; only then are the eigenvalues computed, to name the smallest.
+void check_positive_semidefinite(const fs::path& file, const GaussianStats& g) {
+  const auto d = static_cast<Eigen::Index>(g.dims());
+  const Eigen::Map<const Eigen::MatrixXd> given(g.covariance.data(), d, d);
+  const Eigen::MatrixXd sigma = (given + given.transpose()) / 2;
+  const double largest = sigma.diagonal().maxCoeff();
+  const double shift = static_cast<double>(d) * 0x1p-23 * largest;
+  const Eigen::MatrixXd shifted = sigma + shift * Eigen::MatrixXd::Identity(d, d);
+  if (Eigen::LLT<Eigen::MatrixXd>(shifted).info() == Eigen::Success) return;
+  const double smallest = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(sigma, Eigen::EigenvaluesOnly).eigenvalues()(0);
+  fail(file, "sigma has the eigenvalue " + stats_number_text(smallest) + ", below 0 by more than rounding (" +
+                 stats_number_text(shift) + "): it is not a covariance matrix (positive semi-definite)");
+}
+
 }  // namespace
 
 bool is_fid_statistics_file(const fs::path& path) { return path.extension() == ".npz"; }
@@ -118,6 +142,7 @@ GaussianStats read_fid_statistics(const fs::path& file) {
     fail(file, "'sigma' has shape " + npz_shape_text(sigma_shape) + " but 'mu' has " + std::to_string(d) +
                    " features: sigma must be [" + std::to_string(d) + ", " + std::to_string(d) + "]");
   check_values(file, g);
+  check_positive_semidefinite(file, g);
   return g;
 }
 

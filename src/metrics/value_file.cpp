@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -69,8 +70,9 @@ std::optional<std::int64_t> parse_integer(const std::string& text) {
   return v;
 }
 
-// One CSV line split at commas outside double quotes; quotes removed.
-std::vector<std::string> split_csv(const std::string& line) {
+// One CSV line split at commas outside double quotes; quotes removed. A quote left open would swallow the
+// rest of the line into one field (3,"92.0 read as 92.0), so it is an error.
+std::vector<std::string> split_csv(const std::string& line, std::size_t number, const FileErrors& err) {
   std::vector<std::string> fields(1);
   bool quoted = false;
   for (std::size_t i = 0; i < line.size(); ++i) {
@@ -84,6 +86,7 @@ std::vector<std::string> split_csv(const std::string& line) {
       fields.back() += ch;
     }
   }
+  if (quoted) err.at(number, "a double quote is not closed (write \"...\" around a field, \"\" for a quote inside)");
   for (std::string& f : fields) f = trim(f);
   return fields;
 }
@@ -154,17 +157,34 @@ ValueRecord read_csv_record(const std::vector<std::string>& f, const Columns& c,
   return r;
 }
 
+// A CSV of runs is plain text: a control character (a NUL, an escape) would be invisible in a message, or
+// end it, so the first one is named by its code and column instead.
+void check_plain_text(const std::string& line, std::size_t number, const FileErrors& err) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c < 0x20 && c != '\t' && c != '\r') {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02X", c);
+      err.at(number, "holds the control character " + std::string(code) + " at column " + std::to_string(i + 1) +
+                         "; a CSV of runs is plain text");
+    }
+  }
+}
+
 std::vector<ValueRecord> read_csv(const std::string& text, const FileErrors& err) {
   std::optional<Columns> columns;
   std::vector<ValueRecord> records;
-  std::size_t start = 0;
+  // A UTF-8 byte order mark, which spreadsheet programs write first, is not part of the header's first name.
+  std::size_t start = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   for (std::size_t number = 1; start < text.size(); ++number) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    const std::string line = trim(text.substr(start, end - start));
+    const std::string raw = text.substr(start, end - start);
     start = end + 1;
+    check_plain_text(raw, number, err);
+    const std::string line = trim(raw);
     if (line.empty() || line[0] == '#') continue;
-    const std::vector<std::string> fields = split_csv(line);
+    const std::vector<std::string> fields = split_csv(line, number, err);
     if (!columns) columns = read_header(fields, number, err);
     else records.push_back(read_csv_record(fields, *columns, number, err));
   }

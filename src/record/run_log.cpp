@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "io/input_file.h"
 #include "io/json_text.h"
 
 namespace mpverify::record {
@@ -157,7 +158,7 @@ void write_summary(const std::filesystem::path& dir, const nlohmann::json& summa
 std::vector<nlohmann::json> read_steps(const std::filesystem::path& dir) { return read_json_lines(dir / "steps.jsonl"); }
 
 std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& path) {
-  std::ifstream in(path);
+  std::ifstream in = io::open_input_file(path, std::ios::in);
   if (!in) fail("cannot open", path, errno);
   std::vector<nlohmann::json> steps;
   std::string line;

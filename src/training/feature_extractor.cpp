@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/input_file.h"
 #include "io/safetensors.h"
 #include "nn/batch_norm_layer.h"
 #include "nn/models.h"
@@ -61,7 +62,7 @@ void set_tensors(nn::Sequential& model, std::map<std::string, std::vector<float>
 
 // The safetensors header's __metadata__ (the file was validated by the io reader first).
 std::map<std::string, std::string> read_metadata(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in = io::open_input_file(file);
   unsigned char length_bytes[8] = {};
   in.read(reinterpret_cast<char*>(length_bytes), 8);
   std::uint64_t length = 0;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/input_file.h"
 #include "io/json_text.h"
 
 namespace mpverify::training {
@@ -101,11 +102,19 @@ double flag_value(std::size_t index, const std::string& text) {
   fail(index, "found_inf '" + text + "' is not 0, 1, true or false");
 }
 
+// A recorded loss scale is a finite number >= 0: a scaler never holds inf or NaN (torch refuses to grow to
+// inf), so a logged "nan" is a damaged log, not a scale a rule could be checked against.
+double logged_scale(std::size_t index, const std::string& what, double v) {
+  if (!std::isfinite(v)) fail(index, what + " " + (std::isnan(v) ? "nan" : "inf") + " is not a loss scale (a "
+                                       "finite number >= 0); the log is damaged here");
+  return v;
+}
+
 double scale_or_amax(std::size_t index, const std::string& column, const std::string& text) {
   const auto v = to_number(text);
   if (!v) fail(index, column + " '" + text + "' is not a number");
   if (*v < 0 || std::signbit(*v)) fail(index, column + " '" + text + "' is negative");
-  return *v;
+  return column == "scale" ? logged_scale(index, "scale", *v) : *v;  // an amax may be inf or nan
 }
 
 void set_cell(TraceStep& t, std::size_t index, const std::string& column, const std::string& text) {
@@ -205,7 +214,7 @@ std::vector<TraceStep> read_deepspeed(const std::vector<std::string>& lines) {
   std::size_t overflow_lines = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (const auto attempted = number_after(lines[i], "Attempted loss scale:")) {
-      overflow = {*attempted, i};
+      overflow = {logged_scale(i, "Attempted loss scale:", *attempted), i};
       overflow_lines += 1;
       // DynamicLossScaler (ZeRO) prints int(cur_scale); FP16_Optimizer the float.
       precision = lines[i].find("OVERFLOW! Rank") != std::string::npos ? ScalePrecision::integer_part
@@ -268,7 +277,7 @@ std::vector<TraceStep> read_megatron(const std::vector<std::string>& lines) {
     // The logged scale is the one after this iteration's update.
     if (previous_scale) t.scale = previous_scale;
     t.scale_precision = ScalePrecision::one_decimal;
-    previous_scale = *scale;
+    previous_scale = logged_scale(i, "loss scale:", *scale);
     last = n;
     steps.push_back(t);
   }
@@ -348,13 +357,13 @@ ReadTrace read_trace_path(const std::string& path, TraceFormat format) {
     if (format != TraceFormat::automatic && format != TraceFormat::monitor)
       throw TraceError("'" + path + "' is a directory: only a run directory (--log-format monitor) can be one");
     const std::string steps = (std::filesystem::path(path) / "steps.jsonl").string();
-    std::ifstream in(steps);
+    std::ifstream in = io::open_input_file(steps, std::ios::in);
     if (!in) throw TraceError("'" + path + "' has no steps.jsonl: is it a Monitor or `mpverify train` run directory?");
     ReadTrace r = read_trace(in, TraceFormat::jsonl);
     r.format = TraceFormat::monitor;
     return r;
   }
-  std::ifstream in(path);
+  std::ifstream in = io::open_input_file(path, std::ios::in);
   if (!in) throw TraceError("cannot read '" + path + "'");
   return read_trace(in, format);
 }

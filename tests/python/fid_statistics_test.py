@@ -129,6 +129,8 @@ asym = sigma_a.copy()
 asym[0, 1] += 1e-3 * np.max(np.diag(sigma_a))
 neg = sigma_a.copy()
 neg[2, 2] = -1.0
+indefinite = np.eye(d)
+indefinite[:2, :2] = [[1.0, 2.0], [2.0, 1.0]]
 nan_sigma = sigma_a.copy()
 nan_sigma[1, 3] = np.nan
 bad = {
@@ -141,6 +143,9 @@ bad = {
     "sigma_nan.npz": (dict(mu=mu_a, sigma=nan_sigma), ["sigma[1, 3]", "not finite"]),
     "sigma_asym.npz": (dict(mu=mu_a, sigma=asym), ["not symmetric", "sigma[0, 1]", "sigma[1, 0]"]),
     "sigma_negative.npz": (dict(mu=mu_a, sigma=neg), ["sigma[2, 2]", "negative variance"]),
+    # Symmetric, non-negative diagonal, eigenvalue -1: not a covariance (once clamped as "rounding").
+    "sigma_indefinite.npz": (dict(mu=mu_a, sigma=indefinite),
+                             ["the eigenvalue -1,", "not a covariance matrix"]),
     "four.npz": (dict(mu=mu_a[:4], sigma=sigma_a[:4, :4]), ["d = 4", "d = 5"]),
 }
 for name, (arrays, words) in bad.items():
@@ -202,6 +207,8 @@ for args, words in [
     (["--candidate", path("small"), "--metric", "fid", "--fid-reference", path("real.npz")], ["seed-1.npz", "d = 4", "d = 5"]),
     (["--candidate", path("o2"), "--metric", "kid", "--fid-reference", path("real.npz")], ["--metric fid"]),
     (["--candidate", path("o2"), "--metric", "fid", "--fid-reference", path("sigma_asym.npz")], ["--fid-reference", "not symmetric"]),
+    (["--candidate", path("o2"), "--metric", "fid", "--fid-reference", path("sigma_indefinite.npz")],
+     ["--fid-reference", "not a covariance matrix"]),
     (["--candidate", path("o2.csv"), "--metric", "fid", "--fid-reference", path("real.npz")], ["value file"]),
 ]:
     r = run("gate", "--baseline", path("fp32"), *args, "--margin", margin)

@@ -23,6 +23,7 @@ not change at all although some gradient was non-zero.
 import contextlib
 import json
 import os
+import shutil
 
 import torch
 
@@ -59,6 +60,7 @@ class Dumper:
 
     def _unscale(self, tensors, scale):
         """torch's unscale: g * fp32(1 / fp64(scale)), in float32, rounded once to g's dtype."""
+        tensors = {n: _dense(t) for n, t in tensors.items()}
         if scale == 1.0:
             return {n: t.detach().clone() for n, t in tensors.items()}
         inverse = torch.tensor(1.0 / scale, dtype=torch.float64).float()
@@ -92,12 +94,19 @@ class Dumper:
                     "loss": float(loss.detach().float()) if isinstance(loss, torch.Tensor) else loss}
         try:
             yield
-        finally:
+        except BaseException:
+            # A step that raised is no step: what it half wrote (weights, gradients) is removed, so that no
+            # reader takes it for a skipped step with all-zero updates.
+            if dump:
+                shutil.rmtree(step_dir, ignore_errors=True)
+            self._activation_grads.clear()
+            raise
+        else:
             if dump:
                 updates = {n: (p.detach().double() - before[n].double()).float() for n, p in self.params.items()}
                 self._write(step_dir, "updates", updates)
                 info["skipped"] = all(not bool(u.any()) for u in updates.values()) and any(
-                    bool(p.grad.any()) for p in self.params.values() if p.grad is not None)
+                    bool(_dense(p.grad).any()) for p in self.params.values() if p.grad is not None)
                 if info["loss"] is not None and info["loss"] != info["loss"]:
                     info["loss"] = None  # JSON has no NaN
                 _atomic_write(os.path.join(step_dir, "step.json"), [json.dumps(info).encode()])
@@ -107,3 +116,8 @@ class Dumper:
         for h in self._handles:
             h.remove()
         self._handles = []
+
+
+def _dense(t):
+    """A sparse gradient (nn.Embedding(sparse=True)) as the dense tensor it stands for: the files hold arrays."""
+    return t.to_dense() if t.is_sparse else t

@@ -167,6 +167,7 @@ class Monitor:
         self._params_checked = False
         self._grads_recorded = False
         self._lost = {}
+        self._calls = {}  # (layer, tensor) -> records made of it this step
         self._unscaled = [0, 0]  # weight gradients' non-zero finite values, and those that become 0 at scale 1
 
     def _step_line(self, loss):
@@ -340,7 +341,16 @@ class Monitor:
         return hook
 
     def _record(self, layer, tensor, role, pass_, t, scale=1.0):
-        """Measures t (nothing for a dtype without a format); a dense float32 CPU tensor is read in place."""
+        """Measures t (nothing for a dtype without a format); a dense float32 CPU tensor is read in place.
+
+        A module called more than once in a step (a shared block) records each call: the second record of
+        its "y" is "y#2", and so on, in the order recorded (backward reaches the last call first), so that
+        every (layer, tensor) of a step is one record, as compare-runs requires."""
+        key = (layer, tensor)
+        calls = self._calls.get(key, 0) + 1
+        self._calls[key] = calls
+        if calls > 1:
+            tensor = f"{tensor}#{calls}"
         if self._recorder.record_torch(layer, tensor, role, pass_, t, scale) is None:
             item = _record_item(layer, tensor, role, pass_, t, scale)
             if item is not None:
