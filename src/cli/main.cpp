@@ -13,6 +13,7 @@
 #include "formats/format.h"
 #include "record/run_log.h"
 #include "gpu/device.h"
+#include "io/shrunk_mapping.h"
 
 #ifndef MPVERIFY_VERSION
 #error "MPVERIFY_VERSION (the CMake project version) must be defined by the build"
@@ -162,6 +163,7 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mpverify::io::exit_on_shrunk_mapping();  // an input truncated while mapped: exit 2 naming it, not a SIGBUS
   CLI::App root{"mpverify: verifies the numerics of mixed-precision (fp16, bf16, fp8) training.\n"
                 "Run 'mpverify COMMAND --help' for a command's options.",
                 "mpverify"};

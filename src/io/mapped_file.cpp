@@ -12,6 +12,7 @@
 
 #include "io/file_error.h"
 #include "io/input_file.h"
+#include "io/shrunk_mapping.h"
 
 namespace mpverify::io {
 
@@ -38,12 +39,16 @@ MappedFile::MappedFile(const std::filesystem::path& file) : path_(file) {
     }
     ::madvise(p, size_, MADV_SEQUENTIAL);
     data_ = static_cast<const std::byte*>(p);
+    register_mapping(data_, size_, file);  // a SIGBUS in it then names the file (io/shrunk_mapping.h)
   }
   ::close(fd);  // the mapping keeps the file open
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (data_) {
+    unregister_mapping(data_);
+    ::munmap(const_cast<std::byte*>(data_), size_);
+  }
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
@@ -51,7 +56,10 @@ MappedFile::MappedFile(MappedFile&& o) noexcept
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+    if (data_) {
+      unregister_mapping(data_);
+      ::munmap(const_cast<std::byte*>(data_), size_);
+    }
     path_ = std::move(o.path_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
