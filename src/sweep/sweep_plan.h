@@ -62,7 +62,9 @@ struct SweepPlan {
 // candidate or whose metric/margin/alpha/method is bad, colliding directory names, more than
 // kMaxSweepRuns runs.
 SweepPlan parse_sweep_plan(const nlohmann::json& plan);
-inline constexpr std::size_t kMaxSweepRuns = 100000;
+// Each run is a training process: 10,000 is days of compute already, and the plan's candidates (a JSON
+// configuration and a command line each) are built in memory before any run starts.
+inline constexpr std::size_t kMaxSweepRuns = 10000;
 
 // parse_sweep_plan of a file read with io::read_json_file; every error is std::invalid_argument naming the
 // file (and the byte offset, for JSON that does not parse).

@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string argument = file.string() + ((data[0] & 4) && (data[0] & 3) ? ":w" : "");
   cli::TensorArgument t;
   try {
-    t = cli::read_tensor_argument(argument);
+    t = cli::read_tensor_argument(argument, "quantize");
   } catch (const cli::UsageError&) {
     return 0;
   }

@@ -286,6 +286,59 @@ def data_file_seeds():
     return seeds
 
 
+# report_page: a report's Markdown, NUL, its figure, NUL, a link target (the target's first comment).
+WRITERS_FIGURE = ('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">'
+                  '<title>a line chart</title><g font-family="sans-serif"><path d="M 10 30 L 50 10 L 110 20" '
+                  'fill="none" stroke="#1f77b4" stroke-width="1.5"/><text x="60" y="38" font-size="9" '
+                  'text-anchor="middle">step</text></g></svg>')
+REPORT_PAGE = {
+    "figure_and_links": "# Report\n\nText [a](other.md), [w](https://example.org/x), [bad](javascript:alert(1)).\n\n"
+                        "![f](figure.svg)\n\0" + WRITERS_FIGURE + "\0https://example.org/a",
+    "hostile": "# Hostile\n\n![f](figure.svg)\n\0<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(1)\">"
+               "<script>alert(2)</script><foreignObject><iframe src=\"x\"/></foreignObject></svg>"
+               "<script>alert(3)</script>\0JaVaScRiPt:alert(1)",
+    "gradient_use": "# G\n\n![g](figure.svg)\n\0<svg xmlns=\"http://www.w3.org/2000/svg\"><defs><linearGradient "
+                    "id=\"l\"><stop offset=\"0\" stop-color=\"red\"/></linearGradient><rect id=\"r\" width=\"4\" "
+                    "height=\"4\" fill=\"url(#l)\"/></defs><use href=\"#r\" x=\"5\"/></svg>\0#section",
+}
+
+# sweep_plan: the plan's JSON.
+SWEEP_PLAN = {
+    "documented": json.dumps({"train": {"model": "mlp", "steps": 4},
+                              "axes": {"recipe": ["fp32", "o2"], "scaler": ["torch"], "seed": [1, 2, 3]},
+                              "overrides": [{"match": {"recipe": "o2"}, "train": {"scaler-opt": ["init=1024"]}}],
+                              "gate": {"baseline": {"recipe": "fp32"}, "metric": "accuracy", "margin": 1}}),
+    "escape": json.dumps({"axes": {"../../victim2/x": [False], "/abs": ["../z"], "seed": "1-3"}}),
+    "many_runs": json.dumps({"axes": dict({k: list(range(1, 11)) for k in "abcdef"}, seed=[1])}),
+}
+
+# scaler_state: the saved state's JSON, NUL, one byte per step (bit 0: found_inf).
+SCALER_STATE = {
+    "torch": json.dumps({"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 3,
+                         "_growth_tracker": 2}) + "\0" + "\0\0\1\0\0\0\0\1\1",
+    "megatron": json.dumps({"scale": [4294967296.0], "growth_tracker": 999, "hysteresis_tracker": 1}) + "\0\1\1\1\0",
+    "deepspeed": json.dumps({"cur_scale": 65536, "cur_iter": 10, "last_overflow_iter": 3, "cur_hysteresis": 2})
+                 + "\0\1\0\1\1\1",
+    "int_max": json.dumps({"_growth_tracker": 2147483647}) + "\0\0",
+}
+
+
+def fid_statistics_seeds():
+    """.npz files of mu [d] and sigma [d, d] (float64 and float32), as pytorch-fid and clean-fid save them."""
+    def stats(mu, sigma, fmt):
+        d, descr = len(mu), "<f8" if fmt == "d" else "<f4"
+        flat = [v for row in sigma for v in row]
+        return [("mu.npy", npy(descr, (d,), struct.pack(f"<{d}{fmt}", *mu))),
+                ("sigma.npy", npy(descr, (d, d), struct.pack(f"<{d * d}{fmt}", *flat)))]
+    covariance = [[2.0, 0.5, 0.0], [0.5, 1.0, 0.25], [0.0, 0.25, 3.0]]
+    return {
+        "float64": zip_bytes(stats([0.5, -1.0, 2.0], covariance, "d"), zipfile.ZIP_STORED),
+        "float32_deflated": zip_bytes(stats([0.0, 0.0, 1.0], covariance, "f"), zipfile.ZIP_DEFLATED),
+        "singular": zip_bytes(stats([0.0, 0.0], [[1.0, 1.0], [1.0, 1.0]], "d"), zipfile.ZIP_STORED),
+        "indefinite": zip_bytes(stats([0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]], "d"), zipfile.ZIP_STORED),
+    }
+
+
 def write(target, seeds):
     folder = CORPUS / target
     if folder.exists():
@@ -314,6 +367,10 @@ def main():
     write("cli_values", CLI_VALUES)
     write("quantize", quantize_seeds())
     write("data_files", data_file_seeds())
+    write("report_page", REPORT_PAGE)
+    write("sweep_plan", SWEEP_PLAN)
+    write("scaler_state", SCALER_STATE)
+    write("fid_statistics", fid_statistics_seeds())
 
 
 if __name__ == "__main__":
