@@ -70,9 +70,10 @@ struct ValidPlan {
 // Every key a candidate sets must be an option of train taking that kind of value: a false flag adds no
 // argument, so the parser alone would never see a misspelt or hostile name.
 void check_train_settings(const sweep::SweepPlan& plan, const fs::path& file) {
+  const TrainSettingCheck check = train_setting_check();
   for (const sweep::SweepCandidate& c : plan.candidates)
     for (const auto& [key, value] : c.train.items()) try {
-        check_train_setting(key, value);
+        check(key, value);
       } catch (const UsageError& e) {
         throw std::invalid_argument(file.string() + ": plan: candidate " + c.name + ": " + e.what());
       }

@@ -2,6 +2,7 @@
 // Trains one model on one backend under one recipe and loss-scale strategy,
 // with the recorders on, into a run directory (training/trainer.h):
 // steps.jsonl, tensors.jsonl, histograms.jsonl, summary.json.
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <unistd.h>
@@ -392,24 +393,31 @@ training::TrainConfig train_config_from_arguments(const std::vector<std::string>
   return train_config(o, flags);
 }
 
-void check_train_setting(const std::string& key, const nlohmann::json& value) {
-  TrainOptions o;
-  TrainFlags flags;
-  CLI::App app("train");
-  add_every_option(&app, o, flags);
-  const std::string where = "train option \"" + key + "\"";
-  const bool plain_name = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-  });
-  const CLI::Option* option = plain_name && key[0] != '-' ? app.get_option_no_throw("--" + key) : nullptr;
-  if (option == nullptr)
-    throw UsageError(where + ": not an option of mpverify train (see mpverify train --help; write its name without "
-                             "dashes, e.g. \"steps\")");
-  const bool flag = option->get_expected_max() == 0;  // CLI11 gives flags expected(0)
-  if (flag && !value.is_boolean()) throw UsageError(where + ": a flag; write true or false");
-  if (!flag && value.is_boolean()) throw UsageError(where + ": takes a value (" + option->get_type_name() + "), not true or false");
-  if (value.is_array() && option->get_items_expected_max() <= 1)
-    throw UsageError(where + ": takes one value, not a list");
+TrainSettingCheck train_setting_check() {
+  // The options are built once and shared by the returned check: a plan's every candidate sets every key.
+  struct Parser {
+    TrainOptions o;
+    TrainFlags flags;
+    CLI::App app{"train"};
+  };
+  auto parser = std::make_shared<Parser>();
+  add_every_option(&parser->app, parser->o, parser->flags);
+  return [parser](const std::string& key, const nlohmann::json& value) {
+    const std::string where = "train option \"" + key + "\"";
+    const bool plain_name = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    });
+    const CLI::Option* option = plain_name && key[0] != '-' ? parser->app.get_option_no_throw("--" + key) : nullptr;
+    if (option == nullptr)
+      throw UsageError(where + ": not an option of mpverify train (see mpverify train --help; write its name "
+                               "without dashes, e.g. \"steps\")");
+    const bool flag = option->get_expected_max() == 0;  // CLI11 gives flags expected(0)
+    if (flag && !value.is_boolean()) throw UsageError(where + ": a flag; write true or false");
+    if (!flag && value.is_boolean())
+      throw UsageError(where + ": takes a value (" + option->get_type_name() + "), not true or false");
+    if (value.is_array() && option->get_items_expected_max() <= 1)
+      throw UsageError(where + ": takes one value, not a list");
+  };
 }
 
 void add_train_command(CLI::App& root, std::vector<Command>& commands) {

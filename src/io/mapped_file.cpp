@@ -44,22 +44,20 @@ MappedFile::MappedFile(const std::filesystem::path& file) : path_(file) {
   ::close(fd);  // the mapping keeps the file open
 }
 
-MappedFile::~MappedFile() {
-  if (data_) {
-    unregister_mapping(data_);
-    ::munmap(const_cast<std::byte*>(data_), size_);
-  }
+void MappedFile::release() noexcept {
+  if (!data_) return;
+  unregister_mapping(data_);
+  ::munmap(const_cast<std::byte*>(data_), size_);
 }
+
+MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : path_(std::move(o.path_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) {
-      unregister_mapping(data_);
-      ::munmap(const_cast<std::byte*>(data_), size_);
-    }
+    release();
     path_ = std::move(o.path_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);

@@ -26,6 +26,8 @@ class MappedFile {
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  void release() noexcept;  // unmaps (and unregisters) what this object holds
+
   std::filesystem::path path_;
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
