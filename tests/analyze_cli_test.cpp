@@ -68,7 +68,9 @@ TEST(AnalyzeCli, ExactCountsOnACraftedTensor) {
   EXPECT_EQ(j["total"][0]["underflow_to_zero"], 1);
 }
 
-TEST(AnalyzeCli, DirectoryWithABadFileAnalysesTheRest) {
+// An unreadable file is bad input (exit 2, nothing written): 1 is kept for verdicts. --skip-unreadable
+// analyses the rest and lists the failure.
+TEST(AnalyzeCli, DirectoryWithABadFileExitsTwoOrAnalysesTheRestWhenAsked) {
   TempDir d;
   fs::create_directories(d.path / "step-1");
   io::write_npy(d.path / "step-1" / "a.npy", std::vector<float>{0x1p-30f, 1.0f}, {2});
@@ -80,8 +82,15 @@ TEST(AnalyzeCli, DirectoryWithABadFileAnalysesTheRest) {
   bad += header + std::string(8, '\0');
   std::ofstream(d.path / "step-1" / "c.safetensors", std::ios::binary) << bad;
   const fs::path json_out = d.path / "out.json";
-  const auto r = run_command(cli("analyze " + d.path.string() + " --format fp16 --json-out " + json_out.string()), "");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const auto refused = run_command(cli("analyze " + d.path.string() + " --format fp16 --json-out " + json_out.string()), "", true);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("step-1/c.safetensors: tensor 'w', byte offset 9"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--skip-unreadable"), std::string::npos) << refused.out;
+  EXPECT_EQ(refused.out.find("underflow"), std::string::npos) << "no table on a refusal:\n" << refused.out;
+  EXPECT_FALSE(fs::exists(json_out));
+  const auto r = run_command(
+      cli("analyze " + d.path.string() + " --format fp16 --skip-unreadable --json-out " + json_out.string()), "");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   ASSERT_TRUE(fs::exists(json_out));
   EXPECT_FALSE(fs::exists(d.path / "out.json.tmp"));
   std::ifstream in(json_out);
@@ -98,8 +107,8 @@ TEST(AnalyzeCli, DirectoryWithABadFileAnalysesTheRest) {
   EXPECT_EQ(j["total"][0]["zeros_in"], 1);
   EXPECT_EQ(j["total"][0]["count"], 4);
   // The table names the failure too.
-  const auto t = run_command(cli("analyze " + d.path.string() + " --format fp16"), "");
-  EXPECT_EQ(t.exit_code, 1);
+  const auto t = run_command(cli("analyze " + d.path.string() + " --format fp16 --skip-unreadable"), "");
+  EXPECT_EQ(t.exit_code, 0);
   EXPECT_NE(t.out.find("step-1/c.safetensors: tensor 'w', byte offset 9"), std::string::npos) << t.out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpu/device.h"
+#include "support/address_sanitizer.h"
 #include "support/run_command.h"
 
 namespace {
@@ -98,13 +99,8 @@ TEST(CountOption, CountsAreReadByTheirTextAndBounded) {
 // Exit 1 and 3 are verdicts, which commands return; whatever a command throws is input it cannot use: exit 2,
 // an allocation failure included (it once exited 1, which `--check` and the gate read as a verdict).
 TEST(CliUsage, ThrownErrorsExitTwo) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
-#endif
-#endif
+  if (mpverify::test::kAddressSanitizer)
+    GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
   // 2^28 floats (1 GiB) of synthetic gradients under a 512 MiB address-space limit: std::bad_alloc.
   std::string command = "ulimit -v 524288; ";  // appended, not "literal" + string: GCC 12's false -Warray-bounds
   command += cli("allreduce --synthetic 1 --ranks 16 --elements 16777216 --format bf16 --out /nonexistent/out.npy");

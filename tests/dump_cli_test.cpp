@@ -585,6 +585,36 @@ TEST(SwampDumpCli, UsageErrorsExitTwoAndWriteNothing) {
   EXPECT_FALSE(j["tensors"][0].contains("bf16"));
 }
 
+// A step whose updates cannot be read: exit 2 naming it, nothing written (1 is kept for verdicts);
+// --skip-unreadable counts the other steps and lists the failure.
+TEST(SwampDumpCli, AnUnreadableFileExitsTwoOrIsSkippedWhenAsked) {
+  TempDir d;
+  for (int step : {0, 1}) {
+    const fs::path dir = d.path / step_dir(step);
+    fs::create_directories(dir);
+    io::write_safetensors(dir / "weights.safetensors", {{"p", {2}, {1.0f, 2.0f}}});
+    io::write_safetensors(dir / "updates.safetensors", {{"p", {2}, {0x1p-12f, 0.5f}}});
+    std::ofstream(dir / "step.json") << step_json(step, 1);
+  }
+  // Step 1's updates: a header length past the end of the file.
+  std::ofstream(d.path / step_dir(1) / "updates.safetensors", std::ios::binary | std::ios::trunc)
+      << std::string("\xff\x00\x00\x00\x00\x00\x00\x00{}", 10);
+  const fs::path out = d.path / "o.json";
+  const auto refused = run_command(cli("swamp " + d.path.string() + " --json-out " + out.string()), "", true);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.out.find(step_dir(1) + "/updates.safetensors"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--skip-unreadable"), std::string::npos) << refused.out;
+  EXPECT_FALSE(fs::exists(out));
+  const auto r = run_command(cli("swamp " + d.path.string() + " --format fp16 --skip-unreadable --json"), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["failures"].size(), 1u);
+  EXPECT_EQ(j["failures"][0]["file"], step_dir(1) + "/updates.safetensors");
+  // Step 0 alone is counted: 1 + 2^-12 is lost in fp16 (below half an ulp of 1, 2^-11), 2 + 0.5 is kept.
+  EXPECT_EQ(j["total"]["fp16"]["without_master"]["updates"], 2);
+  EXPECT_EQ(j["total"]["fp16"]["without_master"]["lost"], 1);
+}
+
 TEST(DumpCli, HelpNamesTheDumpOptions) {
   const auto a = run_command(cli("analyze --help"), "");
   ASSERT_EQ(a.exit_code, 0);

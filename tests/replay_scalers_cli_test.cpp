@@ -2,6 +2,7 @@
 // options, and bad input (exit 2, nothing on standard output).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/address_sanitizer.h"
 #include "support/run_command.h"
 
 namespace {
@@ -649,3 +651,42 @@ TEST(ReplayScalersCli, PlotDrawsEachStrategyAndMarksSkippedSteps) {
 }
 
 }  // namespace
+
+// A long trace is replayed within a fixed budget a step: it once held about 380 bytes a step in text (790 as
+// JSON), so a 20 MB trace of ten million steps ran out of memory. Two million steps under a 512 MiB
+// address-space limit: the program itself runs in under 64 MiB (a tiny trace succeeds under that limit), and
+// a step may cost 224 bytes (its trace record 144, its replay record 48, the line's offset 8, the text it was
+// read from 2, and 22 to spare), 2e6 x 224 B = 427 MiB; the old per-step cost needs 725 MiB or more.
+TEST(ReplayScalersCli, LongTraceFitsAFixedBudgetAStep) {
+  if (mpverify::test::kAddressSanitizer)
+    GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
+  constexpr std::size_t kSteps = 2'000'000;
+  std::string trace;
+  trace.reserve(2 * kSteps);
+  std::size_t flagged = 0;
+  for (std::size_t i = 0; i < kSteps; ++i) {
+    const bool inf = i % 4000 == 3999;  // one overflow in 4000 steps: torch grows once, backs off once
+    flagged += inf ? 1 : 0;
+    trace += inf ? "1\n" : "0\n";
+  }
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / ("mpverify-long-replay-" + std::to_string(getpid()));
+  std::string command = "ulimit -v 524288; ";  // appended, not "literal" + string: GCC 12's false -Warray-bounds
+  command += replay("--trace - --strategies torch,deepspeed");
+  command += " > " + out.string();
+  const auto r = run_command(command, trace, true);
+  std::ifstream in(out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::filesystem::remove(out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // The source line, the table's header, a row a step, then the summary.
+  ASSERT_GT(lines.size(), kSteps + 2);
+  EXPECT_EQ(lines[2 + kSteps - 1].rfind(std::to_string(kSteps - 1) + " ", 0), 0u) << lines[2 + kSteps - 1];
+  std::size_t skipped_rows = 0;
+  for (std::size_t k = 0; k < kSteps; ++k) skipped_rows += lines[2 + k].find(" S ") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(skipped_rows, flagged);  // torch skips each flagged step (deepspeed too: hysteresis 2 skips as well)
+  const auto torch_row = std::find_if(lines.begin() + 2 + kSteps, lines.end(),
+                                      [](const std::string& l) { return l.rfind("torch ", 0) == 0; });
+  ASSERT_NE(torch_row, lines.end());
+  EXPECT_NE(torch_row->find(" " + std::to_string(flagged) + " "), std::string::npos) << *torch_row;
+}

@@ -9,8 +9,8 @@
 // sum. With --mpi, under `mpirun -n P` (P = the ranks), the ring runs over MPI
 // messages between the processes and gives the simulation's bits.
 //
-// Exit codes: 0; 2 for bad usage or an unreadable input (nothing written); 1
-// when writing fails.
+// Exit codes: 0; 2 for bad usage, an unreadable input or an output that cannot
+// be written (nothing written).
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -245,7 +245,7 @@ std::string allreduce_footer() {
          "Counters: inputs, division and additions count every rounding (inexact, overflow, underflow...);\n"
          "swamped = an addend u != 0 whose sum with the partial sum w rounded back to w (a lost update).\n"
          "The error is result - exact, the exact sum (divided by N when dividing) of the float32 inputs.\n"
-         "Exit: 0; 1 an output could not be written; 2 bad usage or an unreadable input (nothing written).";
+         "Exit: 0; 2 bad usage, an unreadable input or an output that cannot be written (nothing written).";
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 // training (DIR/step-NNNNNN/, analysis/dump_steps.h) is also summarised per
 // layer over its steps (analysis/layer_summary.h).
 //
-// Exit codes: 0; 1 when some file could not be read (the others are analysed,
-// each failure is reported with file, tensor and byte offset, and the outputs
-// are still written, listing the failures); 2 for bad usage (unknown format,
+// Exit codes: 0; 2 for a file that cannot be read (each failure is reported
+// with file, tensor and byte offset; --skip-unreadable analyses the others and
+// lists the failures in the outputs) and for bad usage (unknown format,
 // a scale that is not a positive float value, a path that does not exist or
 // holds no tensor files, globs that keep no tensor, a step.json that
 // contradicts its directory), with nothing written.
@@ -60,6 +60,7 @@ struct AnalyzeOptions {
   std::vector<std::string> only, exclude;
   bool per_layer = false;
   bool at_step_scale = false;
+  bool skip_unreadable = false;
 };
 
 // A total whose slot mixed several scales (--at-step-scale) has scale NaN: no one scale to name.
@@ -376,6 +377,8 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
                                  << std::flush;
   });
   if (a.tensors.empty() && a.failures.empty()) throw UsageError(nothing_matched(o, a));
+  refuse_unreadable("analyze", a.failures, o.skip_unreadable);
+  if (a.tensors.empty()) throw UsageError("no tensor could be read from " + o.path + " (every file failed; listed above)");
   warn_unmatched_globs(o, a);
   const analysis::Recommendation r = analysis::recommend(a.total, f);
   const std::vector<analysis::LayerSummary> layers = analysis::summarize_layers(a.tensors);
@@ -388,8 +391,7 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
   if (o.json) emit("", analysis_json(o, f, scales, result).dump(1) + "\n");
   else if (o.csv) emit("", csv_table(a, f));
   else std::cout << text_table(a, f, r, layers, steps.size(), o.per_layer);
-  for (const analysis::ReadFailure& fl : a.failures) std::cerr << "mpverify analyze: " << failure_line(fl) << "\n";
-  return a.failures.empty() ? 0 : 1;
+  return 0;
 }
 
 }  // namespace
@@ -429,6 +431,9 @@ void add_analyze_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--csv-out", o->csv_out, "Also write the CSV to FILE");
   app->add_option("--plot", o->plot, "Write the total's exponent histogram at each scale as an SVG");
   app->add_flag("--progress", o->progress, "Progress on stderr (default: only when stderr is a terminal)");
+  app->add_flag("--skip-unreadable", o->skip_unreadable,
+                "Analyse the other files when some cannot be read, listing the failures in the outputs (default: "
+                "exit 2, nothing written)");
   app->footer(
       "Definitions. The product x*S is computed in the tensor's own type (float32 for f16/bf16/fp8/f32, as\n"
       "tensor.mul(S) does), then rounded once, to nearest even, into the format. Counted per tensor and scale:\n"

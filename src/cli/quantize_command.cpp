@@ -6,7 +6,7 @@
 // (each block's scale, the block grid) and, for nvfp4, tensor_scale.
 //
 // Exit codes: 0; 2 for bad usage or an input that cannot be read (the message
-// names the file and the problem), with nothing written; 1 when writing fails.
+// names the file and the problem) or an output that cannot be written, with nothing written.
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -266,7 +266,7 @@ std::string quantize_footer() {
          "scale lay outside the scale format's range; nonfinite_in = NaN or +-inf inputs; inexact = finite elements\n"
          "that code * scale does not equal (clipped ones included). SQNR over the elements\n"
          "where input and output are finite. Details: docs/quantize.md.\n"
-         "Exit: 0; 1 the output could not be written; 2 bad usage or an unreadable input (nothing written).";
+         "Exit: 0; 2 bad usage, an unreadable input or an output that cannot be written (nothing written).";
 }
 
 }  // namespace

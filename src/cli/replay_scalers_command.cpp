@@ -197,8 +197,8 @@ training::ReplayMode replay_mode(const ReplayOptions& o, const training::ReadTra
 
 // The trace's rows per optimizer; with --optimizer, only that one's.
 std::vector<std::pair<std::string, std::vector<training::TraceStep>>> optimizer_groups(
-    const ReplayOptions& o, const training::ReadTrace& trace) {
-  auto groups = training::split_by_optimizer(trace.steps);
+    const ReplayOptions& o, training::ReadTrace& trace) {
+  auto groups = training::split_by_optimizer(std::move(trace.steps));  // the trace's steps move into the groups
   std::string known;
   for (const auto& g : groups) known += (known.empty() ? "" : ", ") + g.first;
   if (!o.optimizer.empty()) {
@@ -207,7 +207,9 @@ std::vector<std::pair<std::string, std::vector<training::TraceStep>>> optimizer_
       throw UsageError("--optimizer " + o.optimizer + ": the trace has no rows of it (" +
                        (groups.front().first.empty() ? std::string("it has no optimizer column")
                                                       : "its optimizers: " + known) + ")");
-    return {*it};
+    std::vector<std::pair<std::string, std::vector<training::TraceStep>>> one;
+    one.push_back(std::move(*it));  // moved: an initializer list would copy the steps
+    return one;
   }
   if (!o.check.empty() && groups.size() > 1)
     throw UsageError("--check holds one scale trajectory against a rule, and the trace has " +
@@ -306,7 +308,7 @@ int run(const ReplayOptions& o) {
     throw UsageError("--trace " + o.trace + ": " + e.what());
   }
   if (!o.check.empty()) {
-    trace.steps = groups.front().second;
+    trace.steps = std::move(groups.front().second);
     auto scaler = lane_scaler(names[0], groups.front().first, options, read_states(o, names));
     return run_check(names[0], *scaler, trace, o, mode);
   }
@@ -316,7 +318,8 @@ int run(const ReplayOptions& o) {
     for (const auto& g : groups) results.optimizers.push_back(g.first);
   results.lanes = replay_lanes(o, names, options, groups, mode);
   if (!o.plot.empty()) write_plot(o.plot, results);
-  std::cout << (o.json ? replay_json(results) : replay_text(results));
+  if (o.json) write_replay_json(std::cout, results);
+  else write_replay_text(std::cout, results);
   // A run the framework would have stopped (DeepSpeed's raise at the minimum,
   // fairseq's FloatingPointError) is not a clean replay: scripts see it.
   const bool aborted =

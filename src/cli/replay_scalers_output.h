@@ -2,6 +2,7 @@
 // table and summary (text), the JSON, and the SVG of the scales (--plot).
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,10 @@ std::string scale_text(double v);
 // The first line of a replay's or a check's text: where the found_inf-driven strategies' overflow came from.
 std::string overflow_source_line(const training::ReplayMode& mode);
 
-std::string replay_text(const ReplayResults& results);
-std::string replay_json(const ReplayResults& results);
+// Written to `os` as they are made, not built whole: a trace of millions of steps prints hundreds of megabytes.
+void write_replay_text(std::ostream& os, const ReplayResults& results);
+// The JSON document, as nlohmann::json's dump(2) of it would print it.
+void write_replay_json(std::ostream& os, const ReplayResults& results);
 // log2 scale per step, one polyline per lane, the skipped steps marked.
 std::string replay_svg(const ReplayResults& results);
 

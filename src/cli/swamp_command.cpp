@@ -11,8 +11,8 @@
 // (analysis/swamp_dump.h), reported per step and tensor, per tensor over the
 // steps, and in total.
 //
-// Exit codes: 0; 1 when some file could not be read (the rest is analysed and
-// the failures listed); 2 for bad usage, with nothing written.
+// Exit codes: 0; 2 for bad usage or a file that cannot be read, with nothing
+// written (--skip-unreadable analyses the rest and lists the failures).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,6 +49,7 @@ struct SwampOptions {
   bool csv = false;
   std::string csv_out;
   std::string plot;
+  bool skip_unreadable = false;
 };
 
 nlohmann::json counts_json(const record::LostUpdateCounts& c) {
@@ -173,15 +174,13 @@ void check_output_options(const SwampOptions& o) {
 }
 
 // Files first (each atomic), stdout last.
-int write_outputs(const SwampOptions& o, const nlohmann::json& j, const SwampTable& table,
-                  const std::vector<analysis::ReadFailure>& failures) {
+int write_outputs(const SwampOptions& o, const nlohmann::json& j, const SwampTable& table) {
   if (!o.json_out.empty()) emit(o.json_out, j.dump(1) + "\n");
   if (!o.csv_out.empty()) emit(o.csv_out, table.csv());
   if (o.json) emit("", j.dump(1) + "\n");
   else if (o.csv) emit("", table.csv());
   else std::cout << table.text();
-  for (const analysis::ReadFailure& fl : failures) std::cerr << "mpverify swamp: " << failure_line(fl) << "\n";
-  return failures.empty() ? 0 : 1;
+  return 0;
 }
 
 void check_path(const std::string& p, const char* option) {
@@ -212,6 +211,7 @@ int run_swamp_pair(const SwampOptions& o, const CLI::App& app, const std::vector
                      (sgd ? "gradients" : "updates") + ")");
   const std::optional<float> lr = sgd ? std::optional<float>(static_cast<float>(o.lr)) : std::nullopt;
   const analysis::SwampAnalysis a = analysis::swamp_paths(o.weights, second, lr, formats);
+  refuse_unreadable("swamp", a.failures, o.skip_unreadable);
 
   nlohmann::json j;
   j["update"] = sgd ? "u = fl32(-lr * g)" : "given";
@@ -229,7 +229,7 @@ int run_swamp_pair(const SwampOptions& o, const CLI::App& app, const std::vector
   for (const analysis::ReadFailure& fl : a.failures) table.line("FAILED: " + failure_line(fl));
   table.line(legend(formats));
   if (!o.plot.empty()) write_ratio_plot(o.plot, o.weights, formats, a.total.ratio_histogram);
-  return write_outputs(o, j, table, a.failures);
+  return write_outputs(o, j, table);
 }
 
 // A dump's step directories, each with a weights/updates pair; UsageError when there is none to count.
@@ -281,6 +281,7 @@ int run_swamp_dump(const SwampOptions& o, const CLI::App& app, const std::vector
                        "with its updates itself (give one or the other)");
   const std::vector<analysis::StepDirectory> steps = dump_steps(o.dump);
   const analysis::SwampDump a = analysis::swamp_dump(o.dump, steps, formats);
+  refuse_unreadable("swamp", a.failures, o.skip_unreadable);
 
   SwampTable table(formats, true);
   for (const analysis::SwampStep& s : a.steps) {
@@ -295,7 +296,7 @@ int run_swamp_dump(const SwampOptions& o, const CLI::App& app, const std::vector
   for (const analysis::ReadFailure& fl : a.failures) table.line("FAILED: " + failure_line(fl));
   table.line(legend(formats));
   if (!o.plot.empty()) write_ratio_plot(o.plot, o.dump, formats, a.total.ratio_histogram);
-  return write_outputs(o, dump_json(o, formats, a), table, a.failures);
+  return write_outputs(o, dump_json(o, formats, a), table);
 }
 
 int run_swamp(const SwampOptions& o, const CLI::App& app) {
@@ -328,6 +329,9 @@ void add_swamp_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_flag("--csv", o->csv, "Print CSV rows instead of a table");
   app->add_option("--csv-out", o->csv_out, "Also write the CSV to FILE");
   app->add_option("--plot", o->plot, "Write the histogram of log2(|w|/|u|) as an SVG, marked at each format's 2^p and 2^24");
+  app->add_flag("--skip-unreadable", o->skip_unreadable,
+                "Analyse the rest when some file cannot be read, listing it in the outputs (default: exit 2, "
+                "nothing written)");
   app->footer(
       "Definitions, per tensor and format (fp16: p = 11, bf16: p = 8; p counts the hidden bit):\n"
       "  updates      pairs with u != 0 and w, u finite: the denominator of both rates\n"

@@ -53,6 +53,17 @@ nlohmann::json failures_json(const std::vector<analysis::ReadFailure>& failures)
   return j;
 }
 
+void refuse_unreadable(const std::string& command, const std::vector<analysis::ReadFailure>& failures, bool skip) {
+  if (failures.empty()) return;
+  for (const analysis::ReadFailure& f : failures)
+    std::cerr << "mpverify " << command << ": " << (skip ? "skipped: " : "") << failure_line(f) << "\n";
+  if (skip) return;
+  throw UsageError(std::to_string(failures.size()) + (failures.size() == 1 ? " file" : " files") +
+                   " could not be read (listed above), and nothing was written: repair or remove " +
+                   (failures.size() == 1 ? "it" : "them") + ", or pass --skip-unreadable to " + command +
+                   " the rest (the outputs then list what was skipped)");
+}
+
 std::string failure_line(const analysis::ReadFailure& f) {
   std::string s = f.file;
   s += ": ";

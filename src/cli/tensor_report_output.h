@@ -22,6 +22,11 @@ nlohmann::json failures_json(const std::vector<analysis::ReadFailure>& failures)
 // "FILE: tensor 'T', byte offset N: reason" for stderr.
 std::string failure_line(const analysis::ReadFailure& f);
 
+// Files that could not be read are bad input: each is listed on stderr ("mpverify COMMAND: FILE: ..."),
+// then a UsageError (exit 2, before anything is written) says how to go on. With `skip` (the command's
+// --skip-unreadable) they are listed the same way as warnings and the command goes on with the rest.
+void refuse_unreadable(const std::string& command, const std::vector<analysis::ReadFailure>& failures, bool skip);
+
 // A CSV field, quoted when it holds a comma, quote or newline.
 std::string csv_field(const std::string& s);
 

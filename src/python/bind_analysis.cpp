@@ -149,7 +149,7 @@ py::object lost_updates_of_step_torch(const py::handle& before, const py::handle
 // pushed the interpreter out of the caches: one call that reads the tensor's attributes in C++ costs less
 // there than the same reads in Python, and much less than a numpy view of the tensor.
 std::int64_t count_nonfinite_torch(const py::handle& t) {
-  if (!t.attr("is_cpu").cast<bool>() || !t.attr("is_contiguous")().cast<bool>()) return -1;
+  if (!is_dense_cpu_tensor(t)) return -1;
   const auto pattern = record::float_pattern(py::str(t.attr("dtype")).cast<std::string>().substr(6));  // "torch.float32"
   if (!pattern) return -1;
   const auto address = t.attr("data_ptr")().cast<std::uintptr_t>();

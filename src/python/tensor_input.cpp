@@ -94,8 +94,17 @@ FloatInput::FloatInput(const py::array& given, const std::string& bits, const st
   if (!owned_.empty() || values_.empty()) values_ = owned_;
 }
 
+bool is_dense_cpu_tensor(const py::handle& t) {
+  // Layout first: a sparse tensor (nn.Embedding(sparse=True)'s gradient) answers is_contiguous() but has no
+  // storage, and its data_ptr() raises.
+  // Held for the process's life (released, never decref'd): a static py::object would be destroyed after
+  // the interpreter is. Only torch tensors reach here, so torch is already imported.
+  static const py::handle strided = py::object(py::module_::import("torch").attr("strided")).release();
+  return t.attr("is_cpu").cast<bool>() && py::object(t.attr("layout")).is(strided) && t.attr("is_contiguous")().cast<bool>();
+}
+
 std::optional<std::span<const float>> torch_float32_values(const py::handle& t) {
-  if (!t.attr("is_cpu").cast<bool>() || !t.attr("is_contiguous")().cast<bool>()) return std::nullopt;
+  if (!is_dense_cpu_tensor(t)) return std::nullopt;
   if (py::str(t.attr("dtype")).cast<std::string>() != "torch.float32") return std::nullopt;
   const auto count = t.attr("numel")().cast<std::size_t>();
   if (count == 0) return std::span<const float>();

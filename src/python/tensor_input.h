@@ -37,6 +37,9 @@ class FloatInput {
   std::string dtype_;
 };
 
+// A CPU torch tensor of the strided layout, contiguous: one whose data_ptr() and numel() give its values.
+bool is_dense_cpu_tensor(const pybind11::handle& tensor);
+
 // The values of a dense float32 CPU torch tensor, read in place by its data_ptr() and numel(), without a
 // numpy view; nullopt for any other tensor (other dtypes, devices or layouts go through FloatInput). The
 // Monitor hands every tensor it records this way: detach(), numpy() and an argument tuple per tensor cost

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "training/scaled_range.h"
 
@@ -20,14 +23,25 @@ namespace {
 }  // namespace
 
 std::vector<TraceStep> parse_trace(std::istream& in) {
+  std::ostringstream whole;
+  if (in.peek() != std::char_traits<char>::eof()) whole << in.rdbuf();
+  return parse_trace_text(std::move(whole).str());
+}
+
+std::vector<TraceStep> parse_trace_text(std::string_view text) {
   std::vector<TraceStep> trace;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (const std::size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+  // At most a step a line: reserved once, so the steps are never held twice by a reallocation.
+  trace.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  std::size_t begin = 0;
+  for (int n = 1; begin < text.size(); ++n) {
+    const std::size_t newline = text.find('\n', begin);
+    std::string_view line = text.substr(begin, newline == std::string_view::npos ? std::string_view::npos : newline - begin);
+    begin = newline == std::string_view::npos ? text.size() : newline + 1;
+    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     const std::size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos) continue;
+    if (first == std::string_view::npos) continue;
     const std::size_t last = line.find_last_not_of(" \t\r");
-    const std::string token = line.substr(first, last - first + 1);
+    const std::string token(line.substr(first, last - first + 1));
     double v = 0;
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
     if (ec != std::errc() || end != token.data() + token.size())
@@ -168,6 +182,7 @@ Replay replay(Scaler& scaler, std::span<const TraceStep> trace, const std::strin
     r.range_format = fp8_format(static_cast<const AmaxScaler&>(scaler)).name;
   else if (mode.overflow_from == OverflowSource::amax)
     r.range_format = grad_format_name(mode.grad_format);
+  r.steps.reserve(trace.size());
   for (std::size_t k = 0; k < trace.size(); ++k) {
     const StepOutcome o = step_on(scaler, trace[k], name, mode);
     const StepResult& s = o.result;
@@ -209,19 +224,28 @@ OverflowSource default_overflow_source(std::span<const TraceStep> trace) {
   return amax ? OverflowSource::amax : OverflowSource::found_inf;
 }
 
-std::vector<std::pair<std::string, std::vector<TraceStep>>> split_by_optimizer(std::span<const TraceStep> trace) {
-  std::vector<std::pair<std::string, std::vector<TraceStep>>> groups;
+std::vector<std::pair<std::string, std::vector<TraceStep>>> split_by_optimizer(std::vector<TraceStep>&& trace) {
   const bool named = std::any_of(trace.begin(), trace.end(), [](const TraceStep& t) { return t.optimizer.has_value(); });
-  for (const TraceStep& t : trace) {
-    if (named && !t.optimizer)
+  // The steps move, never copied (an initializer list would copy them): a trace may hold millions.
+  std::vector<std::pair<std::string, std::vector<TraceStep>>> groups;
+  if (!named) {
+    groups.emplace_back("", std::move(trace));
+    return groups;
+  }
+  std::unordered_map<std::string, std::size_t> index;  // a lookup per row, whatever the number of names
+  for (TraceStep& t : trace) {
+    if (!t.optimizer)
       fail(t.line, "no optimizer name, while other rows name theirs: every row of a trace with an optimizer column "
                    "needs one");
-    const std::string name = t.optimizer.value_or("");
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {name, {}});
-    it->second.push_back(t);
+    const auto [it, added] = index.try_emplace(*t.optimizer, groups.size());
+    if (added) groups.push_back({*t.optimizer, {}});
+    groups[it->second].second.push_back(std::move(t));
   }
   return groups;
+}
+
+std::vector<std::pair<std::string, std::vector<TraceStep>>> split_by_optimizer(std::span<const TraceStep> trace) {
+  return split_by_optimizer(std::vector<TraceStep>(trace.begin(), trace.end()));
 }
 
 }  // namespace mpverify::training

@@ -36,29 +36,32 @@ class TraceError : public std::runtime_error {
 };
 
 // How a recorded scale was printed, so that a check compares like with like.
-enum class ScalePrecision {
+enum class ScalePrecision : std::uint8_t {
   exact,         // the value itself (CSV, JSON lines, FP16_Optimizer's float)
   one_decimal,   // Megatron's `loss scale: {:.1f}`
   integer_part,  // DeepSpeed's DynamicLossScaler logs int(cur_scale)
 };
 
+// A trace holds one of these a step (a replay holds the whole trace), so the two small fields sit at the end,
+// where they share one word. `line` and `value` stay first: callers write {line, value} for a bare step.
 struct TraceStep {
   int line = 0;      // in the file, from 1
   double value = 0;  // a bare line: 0/1 for found_inf, or an amax (>= 0, inf or nan)
-  // A bare line's value is read by the strategy's drive; a step read from
-  // named columns (bare = false) holds only what its columns say.
-  bool bare = true;
   std::optional<double> found_inf{};  // 0 or 1
   std::optional<double> amax{};
   std::optional<double> amin{};  // the smallest nonzero |x| of the tensor, if recorded
   std::optional<double> scale{};  // the scale the step ran with, as recorded
-  ScalePrecision scale_precision = ScalePrecision::exact;
   std::optional<std::int64_t> step{};  // the step number the trace gives
   std::optional<std::string> optimizer{};  // which optimizer (or loss) the row is of
+  ScalePrecision scale_precision = ScalePrecision::exact;
+  // A bare line's value is read by the strategy's drive; a step read from
+  // named columns (bare = false) holds only what its columns say.
+  bool bare = true;
 };
 
 // Throws TraceError for a line that is not a number >= 0, inf or nan.
 std::vector<TraceStep> parse_trace(std::istream& in);
+std::vector<TraceStep> parse_trace_text(std::string_view text);
 
 enum class OverflowSource { found_inf, amax };
 enum class GradFormat { fp16, bf16 };
@@ -115,6 +118,8 @@ Replay replay(Scaler& scaler, std::span<const TraceStep> trace, const std::strin
 // named "" when no row names one). Throws TraceError for a row without a name
 // in a trace where others have one.
 std::vector<std::pair<std::string, std::vector<TraceStep>>> split_by_optimizer(std::span<const TraceStep> trace);
+// The same, taking the steps over (moved, not copied).
+std::vector<std::pair<std::string, std::vector<TraceStep>>> split_by_optimizer(std::vector<TraceStep>&& trace);
 
 // A recorded scale trajectory held against a strategy's rule: the first step
 // whose recorded scale differs from the scale the rule runs it with (compared

@@ -27,6 +27,29 @@ const std::vector<std::pair<std::string, TraceFormat>>& formats() {
   return table;
 }
 
+// A text's lines as views into the text, which the caller keeps: 8 bytes a line on top of the text itself,
+// where a vector of strings cost about 60 (a trace of ten million steps is a 20 MB file).
+class TextLines {
+ public:
+  explicit TextLines(std::string_view text) : text_(text) {
+    if (!text.empty()) starts_.push_back(0);
+    for (std::size_t p = text.find('\n'); p != std::string_view::npos; p = text.find('\n', p + 1))
+      if (p + 1 < text.size()) starts_.push_back(p + 1);
+  }
+  std::size_t size() const { return starts_.size(); }
+  // Line i without its newline, as std::getline gives it.
+  std::string_view operator[](std::size_t i) const {
+    const std::size_t end = i + 1 < starts_.size() ? starts_[i + 1] - 1 : text_.size();
+    std::string_view line = text_.substr(starts_[i], end - starts_[i]);
+    if (line.ends_with('\n')) line.remove_suffix(1);
+    return line;
+  }
+
+ private:
+  std::string_view text_;
+  std::vector<std::size_t> starts_;
+};
+
 [[noreturn]] void fail(std::size_t index, const std::string& what) {
   throw TraceError("line " + std::to_string(index + 1) + ": " + what);
 }
@@ -37,7 +60,7 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(first, s.find_last_not_of(" \t\r") - first + 1));
 }
 
-bool meaningful(const std::string& line) {
+bool meaningful(std::string_view line) {
   const std::string t = trim(line);
   return !t.empty() && t[0] != '#';
 }
@@ -51,7 +74,7 @@ std::optional<double> to_number(const std::string& token) {
 }
 
 // The number that follows `key` in a log line (spaces skipped), if any.
-std::optional<double> number_after(const std::string& line, std::string_view key) {
+std::optional<double> number_after(std::string_view line, std::string_view key) {
   const std::size_t at = line.find(key);
   if (at == std::string::npos) return std::nullopt;
   const char* begin = line.data() + at + key.size();
@@ -86,12 +109,15 @@ std::int64_t count_or_fail(std::size_t index, const char* key, double v) {
   return *n;
 }
 
-std::vector<std::string> split_csv(const std::string& line) {
+std::vector<std::string> split_csv(std::string_view line) {
   std::vector<std::string> cells;
-  std::stringstream ss(line);
-  std::string cell;
-  while (std::getline(ss, cell, ',')) cells.push_back(trim(cell));
-  if (!line.empty() && line.back() == ',') cells.push_back("");
+  if (line.empty()) return cells;
+  for (std::size_t begin = 0;;) {
+    const std::size_t comma = line.find(',', begin);
+    cells.push_back(trim(line.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin)));
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
   return cells;
 }
 
@@ -139,7 +165,7 @@ void need_a_column(bool found, const std::string& what) {
                             "scale, amax)");
 }
 
-std::vector<TraceStep> read_csv(const std::vector<std::string>& lines) {
+std::vector<TraceStep> read_csv(const TextLines& lines) {
   std::size_t header = 0;
   while (header < lines.size() && !meaningful(lines[header])) ++header;
   if (header == lines.size()) return {};
@@ -148,6 +174,7 @@ std::vector<TraceStep> read_csv(const std::vector<std::string>& lines) {
   for (const auto& n : names) useful |= n == "found_inf" || n == "scale" || n == "amax";
   need_a_column(useful, "line " + std::to_string(header + 1) + ": the CSV header");
   std::vector<TraceStep> steps;
+  steps.reserve(lines.size());  // at most a step a line: no doubling (a reallocation holds both copies)
   for (std::size_t i = header + 1; i < lines.size(); ++i) {
     if (!meaningful(lines[i])) continue;
     const std::vector<std::string> cells = split_csv(trim(lines[i]));
@@ -171,8 +198,9 @@ std::string cell_text(const nlohmann::json& v) {
   return v.dump();
 }
 
-std::vector<TraceStep> read_jsonl(const std::vector<std::string>& lines) {
+std::vector<TraceStep> read_jsonl(const TextLines& lines) {
   std::vector<TraceStep> steps;
+  steps.reserve(lines.size());  // at most a step a line: no doubling (a reallocation holds both copies)
   bool useful = false;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (!meaningful(lines[i])) continue;
@@ -199,15 +227,16 @@ std::vector<TraceStep> read_jsonl(const std::vector<std::string>& lines) {
 }
 
 // The progress line's step (`step=N, skipped=K`), or nullopt.
-std::optional<std::pair<std::int64_t, std::int64_t>> deepspeed_progress(const std::string& line, std::size_t index) {
+std::optional<std::pair<std::int64_t, std::int64_t>> deepspeed_progress(std::string_view line, std::size_t index) {
   const auto step = number_after(line, "step=");
   const auto skipped = number_after(line, "skipped=");
   if (!step || !skipped) return std::nullopt;
   return std::make_pair(count_or_fail(index, "step=", *step), count_or_fail(index, "skipped=", *skipped));
 }
 
-std::vector<TraceStep> read_deepspeed(const std::vector<std::string>& lines) {
+std::vector<TraceStep> read_deepspeed(const TextLines& lines) {
   std::vector<TraceStep> steps;
+  steps.reserve(lines.size());  // at most a step a line: no doubling (a reallocation holds both copies)
   std::optional<std::pair<double, std::size_t>> overflow;  // attempted scale, its line
   ScalePrecision precision = ScalePrecision::exact;
   std::optional<std::int64_t> last_step, last_skipped;
@@ -255,8 +284,9 @@ std::vector<TraceStep> read_deepspeed(const std::vector<std::string>& lines) {
   return steps;
 }
 
-std::vector<TraceStep> read_megatron(const std::vector<std::string>& lines) {
+std::vector<TraceStep> read_megatron(const TextLines& lines) {
   std::vector<TraceStep> steps;
+  steps.reserve(lines.size());  // at most a step a line: no doubling (a reallocation holds both copies)
   std::optional<double> previous_scale;
   std::optional<std::int64_t> last;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -284,10 +314,22 @@ std::vector<TraceStep> read_megatron(const std::vector<std::string>& lines) {
   return steps;
 }
 
-std::vector<TraceStep> read_lines(const std::vector<std::string>& lines) {
-  std::stringstream joined;
-  for (const auto& l : lines) joined << l << '\n';
-  return parse_trace(joined);
+TraceFormat detect_format(const TextLines& lines) {
+  std::size_t first = 0;
+  while (first < lines.size() && !meaningful(lines[first])) ++first;
+  if (first == lines.size()) return TraceFormat::lines;
+  if (trim(lines[first])[0] == '{') return TraceFormat::jsonl;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view l = lines[i];
+    if (l.find(" iteration ") != std::string_view::npos && l.find("loss scale:") != std::string_view::npos)
+      return TraceFormat::megatron;
+    if (l.find("Attempted loss scale:") != std::string_view::npos ||
+        (number_after(l, "step=") && number_after(l, "skipped=")))
+      return TraceFormat::deepspeed;
+  }
+  for (const auto& cell : split_csv(trim(lines[first])))
+    if (std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end()) return TraceFormat::csv;
+  return TraceFormat::lines;
 }
 
 }  // namespace
@@ -310,28 +352,15 @@ std::string trace_format_name(TraceFormat format) {
   return "?";
 }
 
-TraceFormat detect_trace_format(const std::vector<std::string>& lines) {
-  std::size_t first = 0;
-  while (first < lines.size() && !meaningful(lines[first])) ++first;
-  if (first == lines.size()) return TraceFormat::lines;
-  if (trim(lines[first])[0] == '{') return TraceFormat::jsonl;
-  for (const auto& l : lines) {
-    if (l.find(" iteration ") != std::string::npos && l.find("loss scale:") != std::string::npos)
-      return TraceFormat::megatron;
-    if (l.find("Attempted loss scale:") != std::string::npos ||
-        (number_after(l, "step=") && number_after(l, "skipped=")))
-      return TraceFormat::deepspeed;
-  }
-  for (const auto& cell : split_csv(trim(lines[first])))
-    if (std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end()) return TraceFormat::csv;
-  return TraceFormat::lines;
-}
+TraceFormat detect_trace_format(std::string_view text) { return detect_format(TextLines(text)); }
 
 ReadTrace read_trace(std::istream& in, TraceFormat format) {
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::ostringstream whole;
+  if (in.peek() != std::char_traits<char>::eof()) whole << in.rdbuf();
+  const std::string text = std::move(whole).str();
+  const TextLines lines(text);
   ReadTrace r;
-  r.format = format == TraceFormat::automatic ? detect_trace_format(lines) : format;
+  r.format = format == TraceFormat::automatic ? detect_format(lines) : format;
   switch (r.format) {
     case TraceFormat::csv: r.steps = read_csv(lines); break;
     case TraceFormat::jsonl:
@@ -339,8 +368,10 @@ ReadTrace read_trace(std::istream& in, TraceFormat format) {
     case TraceFormat::deepspeed: r.steps = read_deepspeed(lines); break;
     case TraceFormat::megatron: r.steps = read_megatron(lines); break;
     case TraceFormat::lines:
-    case TraceFormat::automatic: r.steps = read_lines(lines); break;
+    case TraceFormat::automatic: r.steps = parse_trace_text(text); break;
   }
+  // A log holds other lines besides its steps: give back what was reserved for them.
+  if (r.steps.capacity() > 2 * r.steps.size()) r.steps.shrink_to_fit();
   return r;
 }
 

@@ -51,7 +51,7 @@ struct ReadTrace {
 // line that is not blank or a comment opens an object, Megatron or DeepSpeed
 // when a line carries their fields, CSV when the first line is a header with
 // a known column, else bare lines.
-TraceFormat detect_trace_format(const std::vector<std::string>& lines);
+TraceFormat detect_trace_format(std::string_view text);
 
 // Throws TraceError ("line N: ...") for a malformed line, a log without
 // per-step lines, or columns that give no found_inf, scale or amax.

@@ -1,7 +1,9 @@
 """mpverify.torch under models and steps it was not first built for: a Dumper step that raises leaves nothing
 that reads as a step; sparse gradients (nn.Embedding(sparse=True)) are dumped as the dense arrays they stand
-for; a module called twice in one forward gives the Monitor one record per call, which compare-runs reads.
-Each case once left a partial, misleading or unreadable run.
+for; a module called twice in one forward gives the Monitor one record per call, which compare-runs reads;
+the Monitor records sparse gradients as the dense ones (its files byte for byte those of the same run with
+sparse=False), finds and names an inf in one, and compare-runs reads the run.
+Each case once left a partial, misleading, unreadable or no run.
 
 Run with pytest (PYTHONPATH=build/python, MPVERIFY_BIN=build/mpverify).
 """
@@ -110,3 +112,169 @@ def test_a_module_called_twice_is_one_record_per_call(tmp_path):
     r = subprocess.run([BIN, "compare-runs", str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True, text=True)
     assert r.returncode in (0, 1), r.stderr
     assert "appears twice" not in r.stderr
+
+
+# --- the Monitor and sparse gradients ------------------------------------------------------------------------
+
+# Each step's tokens are distinct: SGD then updates a weight by the same float operations whichever the layout
+# (with a repeated token a sparse gradient is added once per occurrence, a dense one once, rounded otherwise).
+# Row 0 is never used: the dense gradient's zeros are recorded too.
+DISTINCT_TOKENS = [torch.tensor([[1, 4, 7], [2, 9, 5]]), torch.tensor([[3, 8, 6], [1, 2, 4]]),
+                   torch.tensor([[9, 7, 5], [3, 6, 8]])]
+
+
+class StubScaler:
+    """A fixed loss scale the loop never applies: the Monitor measures the gradients at 1024 and again at 1."""
+
+    def get_scale(self):
+        return 1024.0
+
+    def update(self):
+        pass
+
+    def found_inf(self, optimizer):
+        return False
+
+
+def embedding_run(directory, sparse, tokens, lr=0.5, scaler=None, setup=None, loss_of=lambda out: out.pow(2).sum(),
+                  **monitor_options):
+    """A 10-token embedding, flattened, into a Linear, trained by SGD under the Monitor; the final parameters."""
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 3, sparse=sparse), torch.nn.Flatten(), torch.nn.Linear(9, 1))
+    if setup is not None:
+        setup(model)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    monitor = mpverify.torch.Monitor(model, opt, scaler=scaler, out=directory, verbose=False, seed=7, **monitor_options)
+    for step, batch in enumerate(tokens):
+        model.step_number = step  # read by plant_inf
+        opt.zero_grad()
+        loss = loss_of(model(batch))
+        loss.backward()
+        assert model[0].weight.grad.is_sparse == sparse
+        opt.step()
+        if scaler is not None:
+            scaler.update()
+        monitor.step(loss)
+    monitor.close()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("scaler", [None, StubScaler()], ids=["scale1", "scale1024"])
+def test_sparse_gradients_are_recorded_as_the_dense_gradients(tmp_path, scaler):
+    sparse = embedding_run(tmp_path / "sparse", True, DISTINCT_TOKENS, scaler=scaler)
+    dense = embedding_run(tmp_path / "dense", False, DISTINCT_TOKENS, scaler=scaler)
+    for s, d in zip(sparse, dense):
+        assert torch.equal(s, d)  # the same training: any difference below is the Monitor's
+    # The Monitor writes no clock: every file holds the same bytes. Line by line, to name the first that differs.
+    files = sorted(os.listdir(tmp_path / "dense"))
+    assert files == sorted(os.listdir(tmp_path / "sparse")) == \
+        ["histograms.jsonl", "steps.jsonl", "summary.json", "tensors.jsonl"]
+    for name in files:
+        want = (tmp_path / "dense" / name).read_text().splitlines()
+        got = (tmp_path / "sparse" / name).read_text().splitlines()
+        assert len(got) == len(want), name
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert g == w, f"{name} line {i + 1}"
+    # The comparison above holds something: the embedding's gradient on every step, zeros (row 0) included.
+    grads = [r for r in jsonl(tmp_path / "sparse" / "tensors.jsonl") if (r["layer"], r["tensor"]) == ("0", "weight.grad")]
+    assert [r["step"] for r in grads] == [0, 1, 2]
+    assert all(r["count"] == 30 and r["zeros_in"] >= 3 and r["nonzero_finite"] > 0 for r in grads), grads
+    summary = json.loads((tmp_path / "sparse" / "summary.json").read_text())
+    assert summary["steps"] == 3 and summary["aborted"] is False and summary["skipped_steps"] == 0
+    assert [line["step"] for line in jsonl(tmp_path / "sparse" / "steps.jsonl")] == [0, 1, 2]
+
+
+def plant_inf(model):
+    """An inf in the embedding's weight gradient at step 1, added by a hook in the gradient's own layout."""
+    def hook(grad):
+        if model.step_number != 1:
+            return None
+        extra = torch.zeros(grad.shape)
+        extra[4, 1] = float("inf")
+        return grad + (extra.to_sparse(1) if grad.is_sparse else extra)  # rows, as the embedding's gradient
+    model[0].weight.register_hook(hook)
+
+
+def overflow_by_summing(model):
+    """Embedding weights of 1e-30 and Linear weights of 3e38: the loss and every gradient of an output are finite,
+    and a token used twice (step 1) has an embedding gradient of 3e38 + 3e38 = inf: in a sparse gradient only the
+    dense tensor it stands for holds the inf, its stored values are finite."""
+    with torch.no_grad():
+        model[0].weight.fill_(1e-30)
+        model[2].weight.fill_(3e38)
+        model[2].bias.zero_()
+
+
+INF_CASES = {
+    "planted": dict(tokens=DISTINCT_TOKENS[:2], setup=plant_inf, lr=0.5, loss_of=lambda out: out.pow(2).sum(),
+                    count=1),
+    "summed": dict(tokens=[DISTINCT_TOKENS[0], torch.tensor([[1, 1, 2], [3, 4, 5]])], setup=overflow_by_summing,
+                   lr=0.0, loss_of=lambda out: out.sum(), count=3),
+}
+
+
+@pytest.mark.parametrize("provenance", ["every_step", "recorded_steps"])
+@pytest.mark.parametrize("case", sorted(INF_CASES))
+def test_an_inf_in_a_sparse_gradient_is_found_and_named(tmp_path, case, provenance):
+    c = INF_CASES[case]
+    # every=2: step 1 is not recorded, so that provenance="recorded_steps" checks it without hooks.
+    options = dict(setup=c["setup"], lr=c["lr"], loss_of=c["loss_of"], every=2,
+                   provenance=provenance)
+    embedding_run(tmp_path / "sparse", True, c["tokens"], **options)
+    embedding_run(tmp_path / "dense", False, c["tokens"], **options)
+    sparse = jsonl(tmp_path / "sparse" / "steps.jsonl")
+    dense = jsonl(tmp_path / "dense" / "steps.jsonl")
+    assert [line["nonfinite"] for line in sparse] == [line["nonfinite"] for line in dense]
+    assert [line["found_inf"] for line in sparse] == [line["found_inf"] for line in dense] == [False, True]
+    assert sparse[1]["nonfinite"] == {"layer": "0", "tensor": "weight.grad", "pass": "backward", "count": c["count"]}
+
+
+def test_compare_runs_reads_a_run_with_sparse_gradients(tmp_path):
+    embedding_run(tmp_path / "sparse", True, DISTINCT_TOKENS)
+    embedding_run(tmp_path / "dense", False, DISTINCT_TOKENS)
+    r = subprocess.run([BIN, "compare-runs", str(tmp_path / "sparse"), str(tmp_path / "dense")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_grad_scaler_unscales_sparse_gradients_as_torch_does():
+    """mpverify.torch.GradScaler on a sparse gradient, held against torch's rule written out here
+    (torch/amp/grad_scaler.py, GradScaler._unscale_grads_): an fp16 sparse gradient is coalesced first, then
+    its stored values are multiplied by fl32(1/scale) in float32 and rounded once to fp16."""
+    torch.manual_seed(47)
+    scale = 1024.0
+    for dtype in (torch.float32, torch.float16):
+        emb = torch.nn.Embedding(6, 2, sparse=True).to(dtype)
+        opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        scaler = mpverify.torch.GradScaler("static", scale=scale)
+        # Token 1 twice: two stored rows at one index.
+        (emb(torch.tensor([1, 4, 1])).float().sum() * scale).backward()
+        grad = emb.weight.grad
+        assert grad.is_sparse and not grad.is_coalesced()
+        expected = grad.coalesce() if dtype is torch.float16 else grad
+        inv = torch.tensor(1.0 / scale, dtype=torch.float64).float()
+        expected_values = (expected._values().float() * inv).to(dtype)
+        scaler.unscale_(opt)
+        got = emb.weight.grad
+        assert got.is_sparse
+        assert got.is_coalesced() == (dtype is torch.float16)
+        assert torch.equal(got._indices(), expected._indices())
+        assert torch.equal(got._values(), expected_values)
+        assert scaler.found_inf(opt) is False
+
+
+def test_grad_scaler_finds_an_inf_made_by_coalescing_an_fp16_sparse_gradient():
+    """Two stored fp16 values of 40000 at one index sum to inf (fp16's largest finite value is 65504): torch
+    coalesces fp16 sparse gradients before its check, so the step overflows."""
+    emb = torch.nn.Embedding(4, 1, sparse=True).half()
+    opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+    scaler = mpverify.torch.GradScaler("static", scale=1.0)
+    emb.weight.grad = torch.sparse_coo_tensor(torch.tensor([[2, 2]]), torch.full((2, 1), 40000.0), (4, 1)).half()
+    assert bool(torch.isfinite(emb.weight.grad._values()).all())
+    scaler.unscale_(opt)
+    assert scaler.found_inf(opt) is True
+    assert torch.isinf(emb.weight.grad.to_dense()[2, 0])

@@ -76,9 +76,17 @@ class GradScaler:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
+                    g = p.grad
+                    if g.is_sparse:
+                        # As torch's GradScaler._unscale_grads_ (torch/amp/grad_scaler.py): an fp16 sparse
+                        # gradient is coalesced first (values at one index summed, which may overflow), and
+                        # the stored values are what is unscaled and checked.
+                        if g.dtype is torch.float16:
+                            p.grad = g = g.coalesce()
+                        g = g._values()
                     # In float32 and rounded once to the gradient's dtype, as torch's kernel computes it.
-                    p.grad.copy_(p.grad.float() * inv)
-                    found = found or not bool(torch.isfinite(p.grad).all())
+                    g.copy_(g.float() * inv)
+                    found = found or not bool(torch.isfinite(g).all())
         self._found_inf[id(optimizer)] = found
         self._unscaled.add(id(optimizer))
 

@@ -28,7 +28,7 @@ import torch
 from .. import _core
 from .._tensors import as_input
 from ._formats import format_of
-from .provenance import Provenance, has_nonfinite, passes_finite, torch_count_nonfinite
+from .provenance import Provenance, dense, has_nonfinite, passes_finite, torch_count_nonfinite
 from .run_files import JsonLines
 
 
@@ -402,10 +402,11 @@ class Monitor:
         for p, name in self._params.items():
             if p.grad is not None:
                 layer, _, tensor = name.rpartition(".")
-                item = _many_item(layer or "model", tensor + ".grad", "weight_grad", "backward", p.grad, self._scale)
+                g = dense(p.grad)  # sparse (nn.Embedding(sparse=True)): recorded as the dense gradient
+                item = _many_item(layer or "model", tensor + ".grad", "weight_grad", "backward", g, self._scale)
                 if item is not None:
                     items.append(item)
-                    grads.append(p.grad)
+                    grads.append(g)
         counts = self._recorder.record_many(items)
         for g, (nonzero, to_zero) in zip(grads, counts):
             if self._scale != 1.0:
@@ -454,11 +455,13 @@ PROVENANCE_MODES = ("every_step", "recorded_steps")
 
 
 def _record_item(layer, tensor, role, pass_, t, scale):
-    """The arguments of StepRecorder.record for t, or None for a dtype without a format."""
+    """The arguments of StepRecorder.record for t, or None for a dtype without a format. A sparse t (an
+    activation gradient made by an op with a sparse backward) is recorded as the dense tensor it stands for:
+    only tensors the in-place readers refused reach here, so a dense float32 one never pays the check."""
     fmt = format_of(t.dtype)
     if fmt is None:
         return None
-    array, bits = as_input(t)
+    array, bits = as_input(dense(t))
     return layer, tensor, role, pass_, array, bits, fmt, scale
 
 

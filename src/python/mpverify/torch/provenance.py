@@ -25,10 +25,20 @@ def count_nonfinite(t):
 
 
 def torch_count_nonfinite(t):
-    """count_nonfinite with torch, for the tensors the C++ count does not read (-1 from it)."""
+    """count_nonfinite with torch, for the tensors the C++ count does not read (-1 from it). A sparse tensor
+    is counted as the dense tensor it stands for: torch.isfinite has no sparse kernel, and its stored values
+    alone would miss an inf made by adding two of them at one index."""
+    t = dense(t)
     if not t.is_floating_point():
         return 0
     return int((~torch.isfinite(t)).sum())
+
+
+def dense(t):
+    """A sparse gradient (nn.Embedding(sparse=True)) as the dense tensor it stands for, as the Dumper writes it
+    (cost: the dense size); any other tensor itself. The in-place readers need an address and torch.isfinite a
+    dense kernel, and a sparse tensor has neither; a dense one pays one attribute read."""
+    return t if t.layout is torch.strided else t.to_dense()
 
 
 def has_nonfinite(t):
