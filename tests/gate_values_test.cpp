@@ -16,6 +16,7 @@
 
 #include "metrics/ensemble.h"
 #include "metrics/value_file.h"
+#include "support/address_sanitizer.h"
 #include "support/gate_runs.h"
 
 namespace {
@@ -108,6 +109,9 @@ TEST_F(ValueFileReader, BadFilesNameTheFileAndLine) {
       {"header.csv", "1,95\n2,94\n", {"header.csv' line 1", "unknown column '1'"}},
       {"typo.csv", "seed,value,std_err\n1,95,0.1\n", {"line 1", "unknown column 'std_err'"}},
       {"novalue.csv", "seed\n1\n", {"line 1", "needs the columns seed and value"}},
+      // The first repeat in file order is named, with the first line of its seed (seed 1 repeats later).
+      {"repeat.csv", "seed,value\n1,90\n2,91\n2,92\n1,93\n",
+       {"repeat.csv' line 4", "seed 2 appears a second time (first on line 3)"}},
       {"twice.csv", "seed,value,seed\n", {"line 1", "appears twice"}},
       {"fields.csv", "seed,value\n1,95\n2,94,3\n", {"fields.csv' line 3", "3 fields", "2 columns"}},
       {"blank.csv", "seed,value\n1,95\n2,\n", {"line 3", "empty", "write nan"}},
@@ -326,6 +330,22 @@ TEST_F(GateCli, BadValueFileInputExitsTwo) {
   write_file("dup.csv", "seed,value\n1,90\n1,91\n");
   expect_bad_input("--baseline fp32.csv --candidate dup.csv --metric top1 --margin 1", {"dup.csv' line 3", "seed 1"});
   ASSERT_EQ(gate("--baseline fp32.csv --candidate o2.csv --metric top1 --margin 1").exit_code, 0);
+}
+
+// A value file too large for the memory at hand is named (it once ended with "error: std::bad_alloc"). Two
+// million rows under a 256 MiB address-space limit: the records alone take 2e6 x 144 bytes = 275 MiB.
+TEST_F(GateCli, AValueFileTooLargeForMemoryIsNamed) {
+  if (mpverify::test::kAddressSanitizer)
+    GTEST_SKIP() << "AddressSanitizer reserves more address space than the memory limit this test sets";
+  std::string big = "seed,value\n";
+  for (int seed = 1; seed <= 2'000'000; ++seed) big += std::to_string(seed) + ",90\n";
+  write_file("big.csv", big);
+  write_file("small.csv", csv_of(kBaselinePoints));
+  std::string command = "cd " + root_.string() + " && ulimit -v 262144; ";  // appended: GCC 12's -Warray-bounds
+  command += std::string(MPVERIFY_BIN) + " gate --baseline big.csv --candidate small.csv --metric top1 --margin 1";
+  const auto r = mpverify::test::run_command(command, "", true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("'big.csv': is too large to hold in memory"), std::string::npos) << r.out;
 }
 
 TEST_F(GateCli, HelpDocumentsTheValueFileSchema) {

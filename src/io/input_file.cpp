@@ -1,8 +1,11 @@
 #include "io/input_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <stdexcept>
+#include <string>
 
 namespace mpverify::io {
 
@@ -26,8 +29,22 @@ void require_regular_file(const std::filesystem::path& file) {
 }
 
 std::ifstream open_input_file(const std::filesystem::path& file, std::ios::openmode mode) {
-  require_regular_file(file);
-  return std::ifstream(file, mode | std::ios::in);
+  require_regular_file(file);  // names what the file is, before anything is opened
+  // The check above and an open by name are two steps, between which the name could be swapped for a FIFO.
+  // So the file is opened without blocking (a FIFO opens at once for reading), checked again as opened, and
+  // the stream is opened on that very file through /proc/self/fd (which reopens the file, not the name).
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::ifstream();  // missing or unreadable: the caller reports it
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::ifstream in;
+  if (regular) in.open("/proc/self/fd/" + std::to_string(fd), mode | std::ios::in);
+  ::close(fd);
+  if (!regular)
+    throw std::runtime_error(file.string() + ": is not a regular file once opened (it was replaced while it was "
+                             "being opened); mpverify reads only regular files");
+  if (!in.is_open()) return std::ifstream(file, mode | std::ios::in);  // no /proc: the name, checked just above
+  return in;
 }
 
 }  // namespace mpverify::io

@@ -33,8 +33,8 @@ std::string read_text_file(const fs::path& file) {
   std::ifstream in = io::open_input_file(file);
   if (!in) fail(file, "cannot be opened for reading");
   std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  if (in.peek() != std::ifstream::traits_type::eof()) text << in.rdbuf();  // an empty file is not a failed read
+  return std::move(text).str();  // moved, not copied: the text may be large
 }
 
 namespace {

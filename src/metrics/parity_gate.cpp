@@ -643,6 +643,8 @@ GateResult evaluate_gate(const ValueFile& baseline, const ValueFile& candidate, 
   g.candidate = candidate.name;
   g.unit = g.metric_name;
   Side b{nullptr, "baseline", {}, {}}, c{nullptr, "candidate", {}, {}};
+  b.outcomes.reserve(baseline.records.size());
+  c.outcomes.reserve(candidate.records.size());
   for (const ValueRecord& r : baseline.records) b.outcomes.push_back(file_outcome(baseline, r));
   for (const ValueRecord& r : candidate.records) c.outcomes.push_back(file_outcome(candidate, r));
   decide(g, b, c, options, 0);

@@ -4,9 +4,10 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
-#include "formats/encoding.h"
-#include "formats/format.h"
+#include "array_decode.h"
 
 namespace py = pybind11;
 
@@ -14,39 +15,21 @@ namespace mpverify::python {
 
 namespace {
 
-template <class T>
-std::vector<float> convert(const py::array& a, const std::string& what) {
-  const auto c = contiguous<T>(a, what);
-  std::vector<float> out(static_cast<std::size_t>(c.size()));
-  const T* p = c.data();
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(p[i]);
-  return out;
-}
-
-// bfloat16 is the upper half of a float32: shifting the bits is the exact decode.
-std::vector<float> decode_bfloat16(const py::array& a, const std::string& what) {
-  // A view, not a cast: int16 bit patterns (torch has no uint16) keep their bits.
-  const auto c = contiguous<std::uint16_t>(py::array(a.attr("view")("uint16")), what);
-  std::vector<float> out(static_cast<std::size_t>(c.size()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(c.data()[i]) << 16);
-  return out;
-}
-
-// fp8 codes through the format's own decoder (torch's float8_e4m3fn is OCP E4M3, float8_e5m2 OCP E5M2).
-std::vector<float> decode_fp8(const py::array& a, const formats::Format& f, const std::string& what) {
-  const auto c = contiguous<std::uint8_t>(py::array(a.attr("view")("uint8")), what);
-  std::vector<float> out(static_cast<std::size_t>(c.size()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(formats::to_double(f, c.data()[i]));
-  return out;
-}
-
-// numpy keeps the byte order of where an array came from: np.load of a '>f4' file gives big-endian values,
-// which the reads below (in place, or through view("uint16")) would take as native bytes. Such an array is
-// first copied into native order (numpy's astype, exact).
-py::array in_native_order(const py::array& a) {
-  if (a.dtype().byteorder() != '>' && a.dtype().byteorder() != '<') return a;  // '=' native, '|' single bytes
-  if (a.dtype().attr("isnative").cast<bool>()) return a;
-  return py::array(a.attr("astype")(a.dtype().attr("newbyteorder")("=")));
+// numpy's description of the array's memory, for decode_array (array_decode.h): numpy guarantees that
+// every element its shape and strides address lies in the buffer.
+ArrayLayout layout_of(const py::array& a) {
+  ArrayLayout l;
+  l.data = static_cast<const std::byte*>(a.data());
+  l.itemsize = static_cast<std::size_t>(a.itemsize());
+  // '>' big-endian, '<' little-endian, '=' native, '|' single bytes (no order).
+  const char order = a.dtype().byteorder();
+  const char foreign = std::endian::native == std::endian::little ? '>' : '<';
+  l.swapped = order == foreign;
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) {
+    l.shape.push_back(static_cast<std::size_t>(a.shape(d)));
+    l.strides.push_back(static_cast<std::ptrdiff_t>(a.strides(d)));
+  }
+  return l;
 }
 
 bool is_bits_type(const py::array& a, std::size_t itemsize) {
@@ -54,44 +37,46 @@ bool is_bits_type(const py::array& a, std::size_t itemsize) {
   return (kind == 'u' || kind == 'i') && static_cast<std::size_t>(a.itemsize()) == itemsize;
 }
 
+// The element kind FloatInput decodes `array` as, with its dtype's name; std::invalid_argument naming `what`
+// for an array it cannot read.
+std::pair<ElementKind, std::string> element_kind(const py::array& array, const std::string& bits, const std::string& what) {
+  if (!bits.empty()) {
+    if (bits == "bfloat16" && is_bits_type(array, 2)) return {ElementKind::bfloat16_bits, bits};
+    if (bits == "float8_e4m3fn" && is_bits_type(array, 1)) return {ElementKind::e4m3_bits, bits};
+    if (bits == "float8_e5m2" && is_bits_type(array, 1)) return {ElementKind::e5m2_bits, bits};
+    throw std::invalid_argument(what + ": bit patterns of '" + bits + "' in an array of dtype " +
+                                std::string(py::str(array.dtype())) +
+                                " (expected bfloat16 as 16-bit integers, float8_e4m3fn or float8_e5m2 as 8-bit)");
+  }
+  const auto size = static_cast<std::size_t>(array.itemsize());
+  if (array.dtype().kind() == 'f' && (size == 2 || size == 4 || size == 8))
+    return {ElementKind::ieee_float, size == 2 ? "float16" : size == 4 ? "float32" : "float64"};
+  throw std::invalid_argument(what + ": dtype " + std::string(py::str(array.dtype())) +
+                              " is not a floating-point type (give float16, bfloat16, float32, float64 or fp8)");
+}
+
 }  // namespace
 
-FloatInput::FloatInput(const py::array& given, const std::string& bits, const std::string& what)
-    : keep_alive_(in_native_order(given)) {
+FloatInput::FloatInput(const py::array& given, const std::string& bits, const std::string& what) : keep_alive_(given) {
   const py::array& array = keep_alive_;
   for (py::ssize_t d = 0; d < array.ndim(); ++d) shape_.push_back(static_cast<std::size_t>(array.shape(d)));
-  if (!bits.empty()) {
-    if (bits == "bfloat16" && is_bits_type(array, 2)) owned_ = decode_bfloat16(array, what);
-    else if (bits == "float8_e4m3fn" && is_bits_type(array, 1)) owned_ = decode_fp8(array, formats::parse_format("fp8-e4m3"), what);
-    else if (bits == "float8_e5m2" && is_bits_type(array, 1)) owned_ = decode_fp8(array, formats::parse_format("fp8-e5m2"), what);
-    else
-      throw std::invalid_argument(what + ": bit patterns of '" + bits + "' in an array of dtype " +
-                                  std::string(py::str(array.dtype())) +
-                                  " (expected bfloat16 as 16-bit integers, float8_e4m3fn or float8_e5m2 as 8-bit)");
-    dtype_ = bits;
-    values_ = owned_;
+  const auto [kind, dtype] = element_kind(array, bits, what);
+  dtype_ = dtype;
+  const ArrayLayout layout = layout_of(array);
+  // A C-contiguous float32 array in this machine's byte order is read in place; anything else is decoded.
+  if (kind == ElementKind::ieee_float && layout.itemsize == 4 && !layout.swapped && (array.flags() & py::array::c_style)) {
+    values_ = std::span<const float>(static_cast<const float*>(array.data()), static_cast<std::size_t>(array.size()));
     return;
   }
-  const char kind = array.dtype().kind();
-  const auto size = static_cast<std::size_t>(array.itemsize());
-  if (kind == 'f' && size == 4 && (array.flags() & py::array::c_style)) {
-    values_ = std::span<const float>(static_cast<const float*>(array.data()), static_cast<std::size_t>(array.size()));
-  } else if (kind == 'f' && size == 4) {
-    owned_ = convert<float>(array, what);
-  } else if (kind == 'f' && size == 2) {
-    // numpy's float16 is IEEE binary16: every value is a float32 value.
-    const auto c = contiguous<std::uint16_t>(py::array(array.attr("view")("uint16")), what);
-    owned_.resize(static_cast<std::size_t>(c.size()));
-    const formats::Format fp16 = formats::parse_format("fp16");
-    for (std::size_t i = 0; i < owned_.size(); ++i) owned_[i] = static_cast<float>(formats::to_double(fp16, c.data()[i]));
-  } else if (kind == 'f' && size == 8) {
-    owned_ = convert<double>(array, what);
-  } else {
-    throw std::invalid_argument(what + ": dtype " + std::string(py::str(array.dtype())) +
-                                " is not a floating-point type (give float16, bfloat16, float32, float64 or fp8)");
+  try {
+    owned_ = decode_array(layout, kind);
+  } catch (const std::bad_alloc&) {
+    const std::string message = what + ": cannot be read as a contiguous array of float32 (" +
+                                std::to_string(array.size()) + " elements)";
+    PyErr_SetString(PyExc_MemoryError, message.c_str());
+    throw py::error_already_set();
   }
-  dtype_ = kind == 'f' && size == 2 ? "float16" : kind == 'f' && size == 8 ? "float64" : "float32";
-  if (!owned_.empty() || values_.empty()) values_ = owned_;
+  values_ = owned_;
 }
 
 bool is_dense_cpu_tensor(const py::handle& t) {

@@ -349,6 +349,31 @@ def write(target, seeds):
         (folder / f"{name}").write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
 
 
+def array_layout(kind, size_code, swapped, dims, buffer):
+    """fuzz_array_intake's input: kind, item size code, byte order, dimensions (length, signed byte stride)."""
+    head = bytes([kind, size_code, swapped, len(dims)])
+    for n, stride in dims:
+        head += bytes([n, stride & 0xFF])
+    return head + buffer
+
+
+F4 = struct.pack("<6f", 1.5, -2.25, 100, 3e-5, 0.0, -0.0)
+ARRAY_INTAKE = {
+    "f4_contiguous": array_layout(0, 2, 0, [(2, 12), (3, 4)], F4),
+    "f4_big_endian": array_layout(0, 2, 1, [(6, 4)], struct.pack(">6f", 1.5, -2.25, 100, 3e-5, 1e38, -1e-40)),
+    "f4_reversed": array_layout(0, 2, 0, [(6, -4)], F4),
+    "f4_broadcast": array_layout(0, 2, 0, [(7, 0), (2, 4)], F4),
+    "f2_strided": array_layout(0, 1, 0, [(3, 4)], bytes.fromhex("003c000000c00000007c0000")),
+    "f2_big": array_layout(0, 1, 1, [(3, 2)], bytes.fromhex("3c00c0007c00")),
+    "f8_fortran": array_layout(0, 3, 0, [(2, 8), (2, 16)], struct.pack("<4d", 1, 2, 3, 1e300)),
+    "bf16_bits": array_layout(1, 1, 0, [(4, 2)], bytes.fromhex("803f0040807fc07f")),
+    "e4m3_codes": array_layout(2, 0, 0, [(8, 1)], bytes([0x00, 0x01, 0x38, 0x7E, 0x7F, 0x80, 0xFE, 0xFF])),
+    "e5m2_codes": array_layout(3, 0, 0, [(2, 1), (4, 2)], bytes(range(0x78, 0x80)) + bytes([0xFC, 0xFD, 0xFE, 0xFF])),
+    "scalar": array_layout(0, 2, 0, [], struct.pack("<f", 7.0)),
+    "empty": array_layout(0, 2, 0, [(0, 4), (5, 4)], b""),
+}
+
+
 def main():
     write("npy", NPY)
     write("npz", NPZ)
@@ -371,6 +396,7 @@ def main():
     write("sweep_plan", SWEEP_PLAN)
     write("scaler_state", SCALER_STATE)
     write("fid_statistics", fid_statistics_seeds())
+    write("array_intake", ARRAY_INTAKE)
 
 
 if __name__ == "__main__":
