@@ -690,3 +690,69 @@ TEST(ReplayScalersCli, LongTraceFitsAFixedBudgetAStep) {
   ASSERT_NE(torch_row, lines.end());
   EXPECT_NE(torch_row->find(" " + std::to_string(flagged) + " "), std::string::npos) << *torch_row;
 }
+
+// Two settings of one strategy side by side: each lane named STRATEGY@KEY=VALUE replays exactly as a run of
+// that strategy alone with those keys would (the oracle: separate invocations), --strategy-opt reaches every
+// lane of its strategy and a lane's own settings override it. The expected scales of the second lane are
+// torch's rule worked by hand: init 1024, interval 2, growth 4 (from --strategy-opt): two clean steps grow
+// 1024 to 4096, the overflow at step 2 skips it and halves to 2048, two clean steps grow that to 8192.
+TEST(ReplayScalersCli, TwoSettingsOfOneStrategySideBySide) {
+  const std::string trace = "0\n0\n1\n0\n0\n0\n";
+  const auto both = run_command(replay("--trace - --strategies torch,torch@init=1024@interval=2,deepspeed@hysteresis=1 "
+                                       "--strategy-opt torch.growth=4 --json"),
+                                trace);
+  ASSERT_EQ(both.exit_code, 0) << both.out;
+  const auto j = nlohmann::json::parse(both.out);
+  const double expected[] = {1024, 1024, 4096, 2048, 2048, 8192};
+  ASSERT_EQ(j["torch@init=1024@interval=2"].size(), 6u);
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(j["torch@init=1024@interval=2"][k]["scale"].get<double>(), expected[k]) << k;
+    EXPECT_EQ(j["torch@init=1024@interval=2"][k]["skipped"].get<bool>(), k == 2) << k;
+  }
+  const struct {
+    std::string lane, alone;
+  } lanes[] = {
+      {"torch", "--strategies torch --strategy-opt torch.growth=4"},
+      {"torch@init=1024@interval=2",
+       "--strategies torch --strategy-opt torch.growth=4 --strategy-opt torch.init=1024 --strategy-opt torch.interval=2"},
+      {"deepspeed@hysteresis=1", "--strategies deepspeed --strategy-opt deepspeed.hysteresis=1"},
+  };
+  for (const auto& l : lanes) {
+    const auto alone = run_command(replay("--trace - --json " + l.alone), trace);
+    ASSERT_EQ(alone.exit_code, 0) << alone.out;
+    const auto a = nlohmann::json::parse(alone.out);
+    const std::string strategy = l.lane.substr(0, l.lane.find('@'));
+    EXPECT_EQ(j[l.lane], a[strategy]) << l.lane;
+    EXPECT_EQ(j["summary"][l.lane], a["summary"][strategy]) << l.lane;
+  }
+  // A saved state by the lane's name starts that lane alone: scale 8, one clean step already counted.
+  char path[] = "/tmp/mpverify-lane-state-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << R"({"torch@interval=2": {"scale": 8.0, "growth_factor": 2.0, "backoff_factor": 0.5, )"
+                      << R"("growth_interval": 2, "_growth_tracker": 1}})";
+  const auto started = run_command(
+      replay(std::string("--trace - --strategies torch,torch@interval=2 --json --initial-state ") + path), trace);
+  std::remove(path);
+  ASSERT_EQ(started.exit_code, 0) << started.out;
+  const auto s = nlohmann::json::parse(started.out);
+  const double from_state[] = {8, 16, 16, 8, 8, 16};  // 8 -> 16 after the second clean step; halved at step 2
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(s["torch@interval=2"][k]["scale"].get<double>(), from_state[k]) << k;
+    EXPECT_EQ(s["torch"][k]["scale"].get<double>(), k < 3 ? 65536.0 : 32768.0) << k;
+  }
+  // Refused before the trace is read: a name twice (with the way to name two settings), a setting that is not
+  // KEY=VALUE, a key the strategy does not have.
+  const struct {
+    std::string strategies, said;
+  } bad[] = {{"torch,torch", "torch@KEY=VALUE"},
+             {"torch@init", "'init' is not KEY=VALUE"},
+             {"torch@nope=1", "unknown key 'nope'"},
+             {"torch@init=2@init=4", "sets init twice"}};
+  for (const auto& b : bad) {
+    const auto r = run_command(replay("--trace - --strategies " + b.strategies), trace, true);
+    EXPECT_EQ(r.exit_code, 2) << b.strategies << "\n" << r.out;
+    EXPECT_NE(r.out.find(b.said), std::string::npos) << b.strategies << "\n" << r.out;
+  }
+}

@@ -33,6 +33,27 @@ namespace {
 
 using training::Replay;
 
+// A lane's name: a strategy, or a strategy with its own settings, STRATEGY@KEY=VALUE[@KEY=VALUE...]
+// (torch@init=2^20), so that two settings of one strategy replay side by side.
+std::string base_strategy(const std::string& name) { return name.substr(0, name.find('@')); }
+
+// The settings a lane's name carries (none for a bare strategy).
+training::ScalerOptions own_settings(const std::string& name) {
+  training::ScalerOptions own;
+  for (std::size_t at = name.find('@'); at != std::string::npos;) {
+    const std::size_t next = name.find('@', at + 1);
+    const std::string setting = name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    const std::size_t eq = setting.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == setting.size())
+      throw UsageError("'" + name + "': '" + setting + "' is not KEY=VALUE (a strategy's own settings are "
+                       "STRATEGY@KEY=VALUE[@KEY=VALUE...], e.g. torch@init=2^20)");
+    if (!own.emplace(setting.substr(0, eq), setting.substr(eq + 1)).second)
+      throw UsageError("'" + name + "' sets " + setting.substr(0, eq) + " twice");
+    at = next;
+  }
+  return own;
+}
+
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> names;
   std::stringstream ss(text);
@@ -40,7 +61,9 @@ std::vector<std::string> split_names(const std::string& text) {
   while (std::getline(ss, name, ',')) {
     if (name.empty()) continue;
     if (std::find(names.begin(), names.end(), name) != names.end())
-      throw UsageError("--strategies: '" + name + "' named twice");
+      throw UsageError("--strategies: '" + name + "' named twice; to replay two settings of one strategy side by "
+                       "side, give each its own: " + base_strategy(name) + "@KEY=VALUE (e.g. torch,torch@init=2^20)");
+    own_settings(name);  // refuses a malformed setting before anything is read
     names.push_back(name);
   }
   if (names.empty()) throw UsageError("--strategies: name at least one strategy");
@@ -89,10 +112,19 @@ std::map<std::string, training::ScalerOptions> strategy_options(const ReplayOpti
     }
   }
   for (const auto& [strategy, keys] : options)
-    if (std::find(names.begin(), names.end(), strategy) == names.end())
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return base_strategy(n) == strategy; }))
       throw UsageError("options given for '" + strategy + "', which " +
                        (o.check.empty() ? "--strategies" : "--check") + " does not name");
   return options;
+}
+
+// A lane's options: its strategy's (--config, --strategy-opt), then the settings its name carries over them.
+training::ScalerOptions lane_options(const std::string& name,
+                                     const std::map<std::string, training::ScalerOptions>& options) {
+  const auto it = options.find(base_strategy(name));
+  training::ScalerOptions keys = it == options.end() ? training::ScalerOptions{} : it->second;
+  for (const auto& [key, value] : own_settings(name)) keys[key] = value;
+  return keys;
 }
 
 std::vector<std::unique_ptr<training::Scaler>> make_scalers(
@@ -100,10 +132,9 @@ std::vector<std::unique_ptr<training::Scaler>> make_scalers(
   std::vector<std::unique_ptr<training::Scaler>> scalers;
   for (const auto& name : names) {
     try {
-      const auto it = options.find(name);
-      scalers.push_back(training::make_scaler(name, it == options.end() ? training::ScalerOptions{} : it->second));
+      scalers.push_back(training::make_scaler(base_strategy(name), lane_options(name, options)));
     } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
+      throw UsageError(name == base_strategy(name) ? std::string(e.what()) : "'" + name + "': " + e.what());
     }
   }
   return scalers;
@@ -231,29 +262,36 @@ nlohmann::json read_states(const ReplayOptions& o, const std::vector<std::string
   if (!j.is_object())
     throw UsageError("--initial-state " + o.initial_state +
                      ": expected an object of saved states, e.g. {\"torch\": {\"scale\": 65536, \"_growth_tracker\": 3}}");
+  auto replayed = [&](const std::string& strategy) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return n == strategy || base_strategy(n) == strategy; });
+  };
   const bool names_a_strategy = std::any_of(j.items().begin(), j.items().end(), [&](const auto& item) {
-    return std::find(names.begin(), names.end(), item.key().substr(0, item.key().find('/'))) != names.end();
+    return replayed(item.key().substr(0, item.key().find('/')));
   });
   if (names.size() == 1 && !names_a_strategy && !j.empty()) return nlohmann::json{{names.front(), j}};
   for (const auto& [key, state] : j.items()) {
     const std::string strategy = key.substr(0, key.find('/'));
-    if (std::find(names.begin(), names.end(), strategy) == names.end())
+    if (!replayed(strategy))
       throw UsageError("--initial-state " + o.initial_state + ": a state for '" + key + "', and '" + strategy +
-                       "' is not replayed (its key is STRATEGY or STRATEGY/OPTIMIZER)");
+                       "' is not replayed (its key is STRATEGY or STRATEGY/OPTIMIZER; a lane named with its "
+                       "settings, STRATEGY@KEY=VALUE, by that name or its strategy's)");
   }
   return j;
 }
 
-// One strategy's instance for one optimizer: from its saved state, if the file gives one.
+// One lane's instance for one optimizer: from its saved state, if the file gives one (keyed by the lane's
+// name, else its strategy's; with /OPTIMIZER for that optimizer's alone).
 std::unique_ptr<training::Scaler> lane_scaler(const std::string& name, const std::string& optimizer,
                                               const std::map<std::string, training::ScalerOptions>& options,
                                               const nlohmann::json& states) {
-  const auto it = options.find(name);
-  const training::ScalerOptions keys = it == options.end() ? training::ScalerOptions{} : it->second;
-  const std::string own = optimizer.empty() ? name : name + "/" + optimizer;
-  const nlohmann::json* state = states.contains(own) ? &states[own] : states.contains(name) ? &states[name] : nullptr;
+  const training::ScalerOptions keys = lane_options(name, options);
+  const std::string base = base_strategy(name);
+  const nlohmann::json* state = nullptr;
+  for (const std::string& key : {name + "/" + optimizer, name, base + "/" + optimizer, base})
+    if (!state && (key.back() != '/') && states.contains(key)) state = &states[key];
   try {
-    return state ? training::make_scaler_from_state(name, keys, *state) : training::make_scaler(name, keys);
+    return state ? training::make_scaler_from_state(base, keys, *state) : training::make_scaler(base, keys);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string(state ? "--initial-state: " : "") + e.what());
   }
@@ -358,7 +396,9 @@ void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands) 
       "--strategy-opt deepspeed.consecutive_hysteresis=true\n"
       "Example: mpverify replay-scalers --trace train.log --check megatron --strategy-opt megatron.init=2^16");
   app->add_option("--trace", o->trace, "Trace file, a run directory, or - for standard input")->required();
-  app->add_option("--strategies", o->strategies, "Comma-separated, of: " + known);
+  app->add_option("--strategies", o->strategies,
+                  "Comma-separated, of: " + known + "; a strategy with its own settings, STRATEGY@KEY=VALUE"
+                  "[@KEY=VALUE...], replays beside the same strategy with others (torch,torch@init=2^20)");
   app->add_option("--check", o->check, "One strategy whose rule the trace's recorded scales must follow");
   app->add_option("--log-format", o->log_format, "The trace's format: " + formats + " (default auto: detected)");
   app->add_option("--strategy-opt", o->strategy_opts,
