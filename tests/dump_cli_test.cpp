@@ -585,6 +585,55 @@ TEST(SwampDumpCli, UsageErrorsExitTwoAndWriteNothing) {
   EXPECT_FALSE(j["tensors"][0].contains("bf16"));
 }
 
+// Training multiplies only the gradients by the loss scale. So --at-step-scale measures weights and updates as
+// stored (scale 1), and the recommended scale is drawn from the gradients alone unless --recommend-from all;
+// either way a note says so. Expected values by hand: fp16 overflows from 65520; the largest |gradient| 2^-3
+// stays finite up to 2^-3 x 2^18 = 32768 (2^19 gives 65536), the weight 100 up to 100 x 2^9 = 51200
+// (2^10 gives 102400): 2^18 from the gradients, 2^9 from every tensor. At the step's scale 1024 the weight
+// 100 would overflow, as stored it does not.
+TEST(DumpCli, LossScalesApplyToGradientsAlone) {
+  TempDir d;
+  const fs::path step = d.path / step_dir(0);
+  fs::create_directories(step);
+  io::write_safetensors(step / "weights.safetensors", {{"w", {2}, {100.0f, -1.5f}}});
+  io::write_safetensors(step / "grads.safetensors", {{"w", {2}, {0x1p-20f, 0x1p-3f}}});
+  io::write_safetensors(step / "updates.safetensors", {{"w", {2}, {0x1p-10f, 0.0f}}});
+  std::ofstream(step / "step.json") << step_json(0, 1024);
+  const std::string dir = d.path.string();
+
+  const auto plain = run_command(cli("analyze " + dir + " --format fp16 --scales 1,2^16 --json"), "");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(p["recommendation"]["from"], "gradients");
+  EXPECT_EQ(p["recommendation"]["tensors"], 1);
+  EXPECT_EQ(p["recommendation"]["largest_safe_scale_log2"], 18);
+  ASSERT_EQ(p["notes"].size(), 2u);
+  EXPECT_NE(p["notes"][0].get<std::string>().find("multiply weights and updates too"), std::string::npos);
+  const auto all = run_command(cli("analyze " + dir + " --format fp16 --scales 1,2^16 --recommend-from all --json"), "");
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  const nlohmann::json a = nlohmann::json::parse(all.out);
+  EXPECT_EQ(a["recommendation"]["from"], "all");
+  EXPECT_EQ(a["recommendation"]["tensors"], 3);
+  EXPECT_EQ(a["recommendation"]["largest_safe_scale_log2"], 9);
+  const auto text = run_command(cli("analyze " + dir + " --format fp16 --scales 1,2^16"), "");
+  EXPECT_NE(text.out.find("note: the recommendation is drawn from the 1 gradient tensors alone"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("2^18"), std::string::npos) << text.out;
+
+  const auto stepped = run_command(cli("analyze " + dir + " --format fp16 --at-step-scale --json"), "");
+  ASSERT_EQ(stepped.exit_code, 0) << stepped.out;
+  const nlohmann::json s = nlohmann::json::parse(stepped.out);
+  const nlohmann::json* weights = find_result(s, step_dir(0) + "/weights.safetensors:w", 1.0);
+  const nlohmann::json* grads = find_result(s, step_dir(0) + "/grads.safetensors:w", 1024.0);
+  const nlohmann::json* updates = find_result(s, step_dir(0) + "/updates.safetensors:w", 1.0);
+  ASSERT_TRUE(weights && grads && updates) << s["results"].dump();
+  EXPECT_EQ((*weights)["overflow"], 0);
+  EXPECT_EQ(s["total"][0]["overflow"], 0);
+  EXPECT_EQ((*grads)["underflow_to_zero"], 0);  // 2^-20 x 1024 = 2^-10 is an fp16 normal
+  EXPECT_NE(s["notes"][0].get<std::string>().find("measured as stored, at scale 1"), std::string::npos);
+  EXPECT_EQ(s["recommendation"]["from"], "gradients");
+}
+
 // A step whose updates cannot be read: exit 2 naming it, nothing written (1 is kept for verdicts);
 // --skip-unreadable counts the other steps and lists the failure.
 TEST(SwampDumpCli, AnUnreadableFileExitsTwoOrIsSkippedWhenAsked) {

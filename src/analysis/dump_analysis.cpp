@@ -60,9 +60,6 @@ std::vector<ScaleStats> analyze_tensor(const io::TensorEntry& e, const SweepPlan
   return sweep.results();
 }
 
-namespace {
-
-// Adds one tensor's statistics to the totals, slot by slot (a slot whose scales differ gets scale NaN).
 void add_to_total(std::vector<ScaleStats>& total, const std::vector<ScaleStats>& per_scale) {
   if (total.empty())
     for (const ScaleStats& s : per_scale) {
@@ -77,6 +74,8 @@ void add_to_total(std::vector<ScaleStats>& total, const std::vector<ScaleStats>&
     total[k] += per_scale[k];
   }
 }
+
+namespace {
 
 void analyze_file(const io::FoundFile& found, bool directory, const SweepPlan& plan, const TensorSelection& selection,
                   DumpAnalysis& out) {

@@ -61,6 +61,10 @@ struct DumpRequest {
 
 std::vector<ScaleStats> analyze_tensor(const io::TensorEntry& e, const SweepPlan& plan);
 
+// Adds one tensor's statistics to `total`, slot by slot (a slot whose scales differ gets scale NaN). Throws
+// std::invalid_argument when the numbers of slots differ.
+void add_to_total(std::vector<ScaleStats>& total, const std::vector<ScaleStats>& per_scale);
+
 // `progress(done, total)` is called after each file when given. Throws
 // io::FileError only when `path` itself does not exist.
 DumpAnalysis analyze_path(const std::filesystem::path& path, const SweepPlan& plan,

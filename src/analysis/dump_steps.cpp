@@ -99,4 +99,18 @@ std::optional<StepName> split_step_name(const std::string& displayed_name) {
   return StepName{displayed_name.substr(0, slash), displayed_name.substr(slash + 1)};
 }
 
+std::string step_file_kind(const std::string& file_within_step) {
+  const std::size_t slash = file_within_step.find('/');
+  if (slash != std::string::npos) return file_within_step.substr(0, slash);
+  return std::filesystem::path(file_within_step).stem().string();
+}
+
+std::string dump_kind(const std::string& displayed_name) {
+  const std::optional<StepName> in_step = split_step_name(displayed_name);
+  if (!in_step) return "";
+  return step_file_kind(in_step->within.substr(0, in_step->within.find(':')));
+}
+
+bool loss_scaled_kind(const std::string& kind) { return kind == "grads" || kind == "activation_grads"; }
+
 }  // namespace mpverify::analysis

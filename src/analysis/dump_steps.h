@@ -58,4 +58,16 @@ struct StepName {
 };
 std::optional<StepName> split_step_name(const std::string& displayed_name);
 
+// What a file within a step directory holds: "grads.safetensors" -> "grads", "grads/fc1.weight.npy" -> "grads"
+// (weights, grads, updates, activation_grads; any other name as it is).
+std::string step_file_kind(const std::string& file_within_step);
+
+// The kind of a displayed tensor name ("step-000010/grads.safetensors:fc1.weight" -> "grads"); "" for a
+// tensor outside a step directory, whose kind the dump's layout does not say.
+std::string dump_kind(const std::string& displayed_name);
+
+// Whether training multiplies a kind by the loss scale: the weight and the activation gradients (a dump holds
+// them unscaled, divided by the scale). Weights and updates never see it.
+bool loss_scaled_kind(const std::string& kind);
+
 }  // namespace mpverify::analysis

@@ -18,13 +18,6 @@ struct StepReport {
   const TensorReport* report;
 };
 
-// "grads.safetensors" -> "grads"; "grads/fc1.weight.npy" -> "grads".
-std::string kind_of(const std::string& file_within_step) {
-  const std::size_t slash = file_within_step.find('/');
-  if (slash != std::string::npos) return file_within_step.substr(0, slash);
-  return std::filesystem::path(file_within_step).stem().string();
-}
-
 std::optional<double> least_squares_slope(const std::vector<std::pair<double, double>>& xy) {
   if (xy.size() < 2) return std::nullopt;
   double mx = 0, my = 0;
@@ -85,7 +78,7 @@ std::vector<LayerSummary> summarize_layers(const std::vector<TensorReport>& tens
     const std::string layer = in_step->within + ":" + t.tensor;
     const auto [it, added] = index.emplace(layer, layers.size());
     if (added) {
-      layers.push_back({layer, kind_of(in_step->within), t.tensor, {}});
+      layers.push_back({layer, step_file_kind(in_step->within), t.tensor, {}});
       steps.emplace_back();
     }
     steps[it->second].push_back({*step_number(in_step->directory), &t});

@@ -61,6 +61,7 @@ struct AnalyzeOptions {
   bool per_layer = false;
   bool at_step_scale = false;
   bool skip_unreadable = false;
+  bool recommend_from_all = false;
 };
 
 // A total whose slot mixed several scales (--at-step-scale) has scale NaN: no one scale to name.
@@ -138,7 +139,8 @@ std::string layer_rows(const std::vector<analysis::LayerSummary>& layers) {
 }
 
 std::string text_table(const analysis::DumpAnalysis& a, const formats::Format& f, const analysis::Recommendation& r,
-                       const std::vector<analysis::LayerSummary>& layers, std::size_t steps, bool per_layer) {
+                       const std::vector<std::string>& notes, const std::vector<analysis::LayerSummary>& layers,
+                       std::size_t steps, bool per_layer) {
   std::ostringstream out;
   out << "format " << f.name << "; " << a.files << " file(s), " << a.tensors.size() << " tensor(s)";
   if (steps > 0) out << ", " << steps << " step(s), " << layers.size() << " layer(s)";
@@ -146,6 +148,7 @@ std::string text_table(const analysis::DumpAnalysis& a, const formats::Format& f
   if (steps > 0) out << layer_rows(layers);
   for (const std::string& s : a.skipped) out << "skipped: " << s << "\n";
   for (const analysis::ReadFailure& fl : a.failures) out << "FAILED: " << failure_line(fl) << "\n";
+  for (const std::string& n : notes) out << "note: " << n << "\n";
   out << r.line << "\n";
   return out.str();
 }
@@ -200,6 +203,48 @@ nlohmann::json steps_json(const std::vector<analysis::StepDirectory>& steps) {
   return out;
 }
 
+// Which tensors the recommended scale is drawn from, and what a reader must know about the rows. A dump's
+// gradients (grads, activation_grads) are what training multiplies by the loss scale, so in a dump that
+// holds them the recommendation comes from them alone: weights and updates would cap it at a scale they
+// never meet.
+struct RecommendationBasis {
+  std::string from = "all";  // "gradients" or "all"
+  std::size_t tensors = 0;   // how many tensors it is drawn from
+  std::vector<analysis::ScaleStats> total;
+  std::vector<std::string> notes;
+};
+
+RecommendationBasis recommendation_basis(const analysis::DumpAnalysis& a, bool at_step_scale, bool from_all) {
+  RecommendationBasis b;
+  std::size_t gradients = 0, unscaled = 0;
+  for (const analysis::TensorReport& t : a.tensors) {
+    const std::string kind = analysis::dump_kind(t.name);
+    gradients += analysis::loss_scaled_kind(kind) ? 1 : 0;
+    unscaled += kind == "weights" || kind == "updates" ? 1 : 0;
+  }
+  if (unscaled > 0 && at_step_scale)
+    b.notes.push_back("weights and updates (" + std::to_string(unscaled) +
+                      " tensors) are measured as stored, at scale 1: training scales only the gradients");
+  else if (unscaled > 0)
+    b.notes.push_back("the scales multiply weights and updates too (" + std::to_string(unscaled) +
+                      " tensors), which training never scales: their rows, and the totals, say what such a scale "
+                      "would do to them (keep the gradients alone with --only '*grads*:*')");
+  if (gradients > 0 && gradients < a.tensors.size() && !from_all) {
+    b.from = "gradients";
+    for (const analysis::TensorReport& t : a.tensors)
+      if (analysis::loss_scaled_kind(analysis::dump_kind(t.name))) analysis::add_to_total(b.total, t.per_scale);
+    b.tensors = gradients;
+    b.notes.push_back("the recommendation is drawn from the " + std::to_string(gradients) +
+                      " gradient tensors alone (grads, activation_grads); --recommend-from all draws it from every "
+                      "tensor");
+    return b;
+  }
+  if (gradients > 0 && gradients == a.tensors.size()) b.from = "gradients";
+  b.total = a.total;
+  b.tensors = a.tensors.size();
+  return b;
+}
+
 nlohmann::json recommendation_json(const analysis::Recommendation& r) {
   return {{"largest_safe_scale_log2",
            r.has_values && r.largest_safe_log2 >= -149 ? nlohmann::json(r.largest_safe_log2) : nlohmann::json(nullptr)},
@@ -213,6 +258,7 @@ nlohmann::json recommendation_json(const analysis::Recommendation& r) {
 struct AnalyzeResult {
   const analysis::DumpAnalysis& a;
   const analysis::Recommendation& r;
+  const RecommendationBasis& basis;
   const std::vector<analysis::StepDirectory>& steps;
   const std::vector<analysis::LayerSummary>& layers;
 };
@@ -243,6 +289,9 @@ nlohmann::json analysis_json(const AnalyzeOptions& o, const formats::Format& f, 
   j["skipped"] = res.a.skipped;
   j["failures"] = failures_json(res.a.failures);
   j["recommendation"] = recommendation_json(res.r);
+  j["recommendation"]["from"] = res.basis.from;
+  j["recommendation"]["tensors"] = res.basis.tensors;
+  j["notes"] = res.basis.notes;
   return j;
 }
 
@@ -358,12 +407,17 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
   request.selection = {o.only, o.exclude};
   std::optional<analysis::SweepPlan> plan;
   StepPlans per_step;
+  const analysis::SweepPlan as_stored(f, {1.0});
   if (o.at_step_scale) {
     per_step = step_plans(f, o.path, steps);
     scales = per_step.scales;
-    request.plan_for = [&per_step](const io::FoundFile& found) -> const analysis::SweepPlan* {
+    // Training multiplies only the gradients by the loss scale: weights and updates are measured as stored.
+    request.plan_for = [&per_step, &as_stored](const io::FoundFile& found) -> const analysis::SweepPlan* {
       const std::optional<analysis::StepName> in_step = analysis::split_step_name(found.relative);
-      return in_step ? per_step.by_directory.at(in_step->directory) : nullptr;
+      if (!in_step) return nullptr;
+      const std::string kind = analysis::step_file_kind(in_step->within);
+      if (kind == "weights" || kind == "updates") return &as_stored;
+      return per_step.by_directory.at(in_step->directory);
     };
     request.left_out_because = "not in a step directory, so it has no recorded scale (--at-step-scale)";
   } else {
@@ -380,9 +434,10 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
   refuse_unreadable("analyze", a.failures, o.skip_unreadable);
   if (a.tensors.empty()) throw UsageError("no tensor could be read from " + o.path + " (every file failed; listed above)");
   warn_unmatched_globs(o, a);
-  const analysis::Recommendation r = analysis::recommend(a.total, f);
+  const RecommendationBasis basis = recommendation_basis(a, o.at_step_scale, o.recommend_from_all);
+  const analysis::Recommendation r = analysis::recommend(basis.total, f);
   const std::vector<analysis::LayerSummary> layers = analysis::summarize_layers(a.tensors);
-  const AnalyzeResult result{a, r, steps, layers};
+  const AnalyzeResult result{a, r, basis, steps, layers};
 
   // Files first (each atomic), stdout last.
   if (!o.plot.empty()) write_plot(o, f, a);
@@ -390,7 +445,7 @@ int run_analyze(const AnalyzeOptions& o, const CLI::App& app) {
   if (!o.csv_out.empty()) emit(o.csv_out, csv_table(a, f));
   if (o.json) emit("", analysis_json(o, f, scales, result).dump(1) + "\n");
   else if (o.csv) emit("", csv_table(a, f));
-  else std::cout << text_table(a, f, r, layers, steps.size(), o.per_layer);
+  else std::cout << text_table(a, f, r, basis.notes, layers, steps.size(), o.per_layer);
   return 0;
 }
 
@@ -409,9 +464,9 @@ void add_analyze_command(CLI::App& root, std::vector<Command>& commands) {
   auto* scales =
       app->add_option("--scales", o->scales, "Several scales, e.g. 1,8,64,512,4096,65536 or 2^0,2^8,2^16")->excludes(scale);
   app->add_flag("--at-step-scale", o->at_step_scale,
-                "Analyse each step directory's tensors at the scale its step.json records (instead of --scale(s);\n"
-                "tensors outside step directories are left out). Training scales only the gradients: pair it\n"
-                "with --only '*grads.safetensors:*'")
+                "Analyse each step directory's gradients at the scale its step.json records (instead of\n"
+                "--scale(s)); weights and updates at scale 1, as stored (training scales only the gradients);\n"
+                "tensors outside step directories are left out")
       ->excludes(scale)
       ->excludes(scales);
   app->add_option("--only", o->only,
@@ -431,6 +486,15 @@ void add_analyze_command(CLI::App& root, std::vector<Command>& commands) {
   app->add_option("--csv-out", o->csv_out, "Also write the CSV to FILE");
   app->add_option("--plot", o->plot, "Write the total's exponent histogram at each scale as an SVG");
   app->add_flag("--progress", o->progress, "Progress on stderr (default: only when stderr is a terminal)");
+  app->add_option_function<std::string>(
+         "--recommend-from",
+         [o](const std::string& v) {
+           if (v != "gradients" && v != "all") throw CLI::ValidationError("--recommend-from", "gradients or all");
+           o->recommend_from_all = v == "all";
+         },
+         "Which tensors of a dump the recommended scale is drawn from: gradients (the default: grads and "
+         "activation_grads, what training scales) or all")
+      ->type_name("gradients|all");
   app->add_flag("--skip-unreadable", o->skip_unreadable,
                 "Analyse the other files when some cannot be read, listing the failures in the outputs (default: "
                 "exit 2, nothing written)");
