@@ -366,6 +366,36 @@ TEST(Trainer, RecordedNormIsTheL2NormOfTheFiniteValues) {
   EXPECT_GT(expected, 5.0);  // 3, 4 and the rest
 }
 
+// Each tensor is measured against its own format, fp32 ones against the study format, and by_format splits the
+// step's sums by that format. Hand-worked: fp16 flushes 2^-26 to zero (below half its smallest subnormal,
+// 2^-24) and keeps 2^-20 as a subnormal; bf16 keeps both as normals (its range is fp32's).
+TEST(Trainer, RatesAreSplitByTheFormatMeasuredAgainst) {
+  using mpverify::formats::parse_format;
+  mpverify::training::StepRecorder recorder(parse_format("fp16"));
+  recorder.begin_step(0, false, false);
+  const std::vector<float> tiny = {0x1p-26f, 0x1p-20f, 1.0f};
+  recorder.record("a", "dy", Role::activation_grad, Pass::backward, tiny, parse_format("bf16"));
+  recorder.record("b", "w.grad", Role::weight_grad, Pass::backward, tiny, mpverify::nn::Precision::fp32());
+  recorder.record("b", "y", Role::activation, Pass::forward, tiny, parse_format("bf16"));
+  recorder.record("b", "w", Role::weight, Pass::optimizer, tiny, parse_format("bf16"));  // weights: no rates
+  const auto& by = recorder.by_format();
+  ASSERT_EQ(by.size(), 2u);
+  EXPECT_EQ(by.at("bf16").gradients.nonzero, 3u);
+  EXPECT_EQ(by.at("bf16").gradients.underflow_to_zero, 0u);
+  EXPECT_EQ(by.at("bf16").activations.nonzero, 3u);
+  EXPECT_EQ(by.at("fp16").gradients.nonzero, 3u);
+  EXPECT_EQ(by.at("fp16").gradients.underflow_to_zero, 1u);
+  EXPECT_EQ(by.at("fp16").gradients.subnormal, 1u);
+  EXPECT_EQ(by.at("fp16").activations.nonzero, 0u);
+  EXPECT_EQ(recorder.gradients().nonzero, 6u);  // the pooled sums hold both
+  EXPECT_EQ(recorder.gradients().underflow_to_zero, 1u);
+  const nlohmann::json j = recorder.by_format_json();
+  EXPECT_DOUBLE_EQ(j["fp16"]["underflow_rate"].get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j["bf16"]["underflow_rate"].get<double>(), 0.0);
+  recorder.begin_step(1, false, false);
+  EXPECT_TRUE(recorder.by_format().empty());  // a new step starts empty
+}
+
 // The recorder writes its lines as text (record/json_line.h); they must be what nlohmann's dump() writes for
 // the object the recorder used to build, transcribed here from tensor_stats' fields (non-finite numbers as
 // null, the scale only when it is not 1, the histogram's bins from the first to the last non-zero one).

@@ -34,7 +34,11 @@ std::ifstream open_input_file(const std::filesystem::path& file, std::ios::openm
   // So the file is opened without blocking (a FIFO opens at once for reading), checked again as opened, and
   // the stream is opened on that very file through /proc/self/fd (which reopens the file, not the name).
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::ifstream();  // missing or unreadable: the caller reports it
+  if (fd < 0) {  // missing or unreadable: a stream that failed to open, which the caller reports
+    std::ifstream missing;
+    missing.setstate(std::ios::failbit);
+    return missing;
+  }
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   std::ifstream in;

@@ -208,6 +208,9 @@ void bind_recorder(py::module_& m) {
           "(nonzero_finite, underflow_to_zero)")
       .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })
       .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
+      .def(
+          "by_format", [](const training::StepRecorder& r) { return to_python(r.by_format_json()); },
+          "The step's rates per format measured against: {FORMAT: {underflow_rate, ..., nonzero}}")
       .def("take_tensor_lines_text", &training::StepRecorder::take_tensor_lines,
            "The step's tensors.jsonl lines, moved out, as JSON text (non-finite numbers as null)")
       .def("take_histogram_lines_text", &training::StepRecorder::take_histogram_lines,

@@ -75,10 +75,24 @@ void StepRecorder::begin_step(std::size_t step, bool keep_records, bool histogra
   histograms_ = histograms;
   gradients_ = {};
   activations_ = {};
+  by_format_.clear();
   blocks_ = {};
   tensor_lines_.clear();
   histogram_lines_.clear();
   block_lines_.clear();
+}
+
+nlohmann::json StepRecorder::by_format_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, c] : by_format_)
+    out[name] = {{"underflow_rate", c.gradients.underflow_rate()},
+                 {"subnormal_rate", c.gradients.subnormal_rate()},
+                 {"overflow_rate", c.gradients.overflow_rate()},
+                 {"activation_underflow_rate", c.activations.underflow_rate()},
+                 {"activation_overflow_rate", c.activations.overflow_rate()},
+                 {"nonzero", c.gradients.nonzero},
+                 {"activation_nonzero", c.activations.nonzero}};
+  return out;
 }
 
 void StepRecorder::on_store(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
@@ -129,8 +143,14 @@ RateCounts StepRecorder::record(std::string_view layer, std::string_view tensor,
   counts.underflow_to_zero = s.counters.underflow_to_zero;
   counts.subnormal = s.counters.subnormal;
   counts.overflow = s.counters.overflow;
-  if (role == nn::Role::activation_grad || role == nn::Role::weight_grad) gradients_ += counts;
-  if (role == nn::Role::activation) activations_ += counts;
+  if (role == nn::Role::activation_grad || role == nn::Role::weight_grad) {
+    gradients_ += counts;
+    by_format_[target.name].gradients += counts;
+  }
+  if (role == nn::Role::activation) {
+    activations_ += counts;
+    by_format_[target.name].activations += counts;
+  }
   if (!thresholds_.contains(target.name)) thresholds_[target.name] = record::thresholds_to_json(s.thresholds);
   if (!keep_) return counts;
   tensor_lines_.push_back(tensor_line(step_, layer, tensor, role, pass, target, format, s, scale));

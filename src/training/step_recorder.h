@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,15 @@ class StepRecorder final : public nn::StoreObserver {
   // Sums over the step's tensors: gradients (activation and weight) and activations.
   const RateCounts& gradients() const { return gradients_; }
   const RateCounts& activations() const { return activations_; }
+  // The same sums per format measured against (a bf16 autocast run measures bf16 tensors against bf16 and
+  // fp32 ones against the study format, and the sums above pool them).
+  struct FormatCounts {
+    RateCounts gradients, activations;
+  };
+  const std::map<std::string, FormatCounts>& by_format() const { return by_format_; }
+  // by_format() as the steps.jsonl key "by_format": {FORMAT: {underflow_rate, subnormal_rate, overflow_rate,
+  // activation_underflow_rate, activation_overflow_rate, nonzero, activation_nonzero}}.
+  nlohmann::json by_format_json() const;
   const BlockRates& blocks() const { return blocks_; }
 
   // The step's per-tensor records (tensors.jsonl lines) and histograms (histograms.jsonl lines), moved
@@ -92,6 +102,7 @@ class StepRecorder final : public nn::StoreObserver {
   std::size_t step_ = 0;
   bool keep_ = false, histograms_ = false;
   RateCounts gradients_, activations_;
+  std::map<std::string, FormatCounts> by_format_;
   BlockRates blocks_;
   std::vector<std::string> tensor_lines_, histogram_lines_;
   std::vector<nlohmann::json> block_lines_;

@@ -888,6 +888,8 @@ void Trainer::log_step_rates(nlohmann::json& log) {
   log["overflow_rate"] = g.overflow_rate();
   log["activation_underflow_rate"] = a.underflow_rate();
   log["activation_overflow_rate"] = a.overflow_rate();
+  // The rates above pool every format measured against; split them where the step measured several.
+  if (recorder_.by_format().size() > 1) log["by_format"] = recorder_.by_format_json();
   if (const BlockRates& b = recorder_.blocks(); b.any()) {
     // Block-scaled recipes: every GEMM operand's quantization this step (blocks.jsonl has them one by one).
     log["block_saturation_rate"] = rate(b.saturated, b.elements);

@@ -181,6 +181,9 @@ class Monitor:
                         overflow_rate=g["overflow_rate"], activation_underflow_rate=a["underflow_rate"],
                         activation_overflow_rate=a["overflow_rate"],
                         weight_grad_underflow_rate_unscaled=_rate(self._unscaled[1], self._unscaled[0]))
+            by_format = self._recorder.by_format()
+            if len(by_format) > 1:  # the rates above pool the formats (bf16 autocast: bf16 and the study format)
+                line["by_format"] = by_format
             line.update(self._lost_update_fields())
         line["nonfinite"] = self._provenance.first
         return line
