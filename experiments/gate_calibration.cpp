@@ -52,8 +52,11 @@
 #include <nlohmann/json.hpp>
 
 #include "data/random.h"
+#include "gate_calibration_sequential.h"
+#include "normal_draws.h"
 #include "metrics/ensemble.h"
 #include "metrics/equivalence.h"
+#include "metrics/sequential_design.h"
 #include "record/run_log.h"
 
 namespace {
@@ -61,38 +64,7 @@ namespace {
 namespace fs = std::filesystem;
 using mpverify::metrics::EquivalenceOptions;
 using mpverify::metrics::Verdict;
-
-// Standard normal draws: Marsaglia's polar method (log and sqrt only) on the
-// Philox uniforms; 53-bit uniforms so that the tails are not quantised.
-class Normal {
- public:
-  Normal(std::uint64_t seed, std::uint64_t stream) : draws_(seed, stream) {}
-  double next() {
-    if (have_spare_) {
-      have_spare_ = false;
-      return spare_;
-    }
-    for (;;) {
-      const double u = 2 * uniform53() - 1, v = 2 * uniform53() - 1;
-      const double s = u * u + v * v;
-      if (s >= 1 || s == 0) continue;
-      const double f = std::sqrt(-2 * std::log(s) / s);
-      spare_ = v * f;
-      have_spare_ = true;
-      return u * f;
-    }
-  }
-  mpverify::data::Draws& draws() { return draws_; }
-
- private:
-  double uniform53() {
-    const std::uint64_t hi = draws_.next_u32() >> 5, lo = draws_.next_u32() >> 6;  // 27 + 26 bits
-    return static_cast<double>((hi << 26) | lo) * 0x1p-53;
-  }
-  mpverify::data::Draws draws_;
-  double spare_ = 0;
-  bool have_spare_ = false;
-};
+using mpverify::experiments::Normal;
 
 struct Counts {
   std::size_t equivalent = 0, inconclusive = 0, not_equivalent = 0, trials = 0;
@@ -249,6 +221,9 @@ struct Options {
   std::string spreads_text = "0.25,0.5,0.75,1,1.5", n_text = "3,5,8,10,12,15,20,30", rho_text = "0,0.5";
   std::string pool_dir, out;
   std::vector<double> spreads, ns, rhos;  // the lists above, parsed
+  // The gate in rounds (gate_calibration_sequential.h); simulated only without --pool.
+  std::string looks_text = "5,10,15,20", sequential_spreads_text = "0.25,0.5,0.75,1";
+  mpverify::experiments::SequentialCalibration sequential;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -261,6 +236,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--seeds-per-side", o.n_text, "Runs per side to simulate / draw");
   app.add_option("--correlations", o.rho_text, "Per-seed correlations between the sides for the paired rows");
   app.add_option("--pool", o.pool_dir, "A directory of real FP32 runs with test accuracies: also resample it");
+  app.add_option("--looks", o.looks_text, "The sequential gate's looks, runs per side (default 5,10,15,20, the study's)");
+  app.add_option("--sequential-spreads", o.sequential_spreads_text,
+                 "Standard deviations of the per-seed difference for the sequential rows, points");
   app.add_option("--out", o.out, "Write the Markdown report to FILE (atomically)");
 }
 
@@ -273,6 +251,19 @@ void parse_lists(Options& o) {
     if (n < 2 || n != std::floor(n)) throw CLI::ValidationError("--seeds-per-side", "integers >= 2");
   for (double r : o.rhos)
     if (r < 0 || r >= 1) throw CLI::ValidationError("--correlations", "values in [0, 1)");
+  try {
+    o.sequential.looks = mpverify::metrics::parse_looks(o.looks_text);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--looks", e.what());
+  }
+  for (double sigma : parse_list(o.sequential_spreads_text, "--sequential-spreads")) {
+    if (!(sigma > 0 && sigma <= 100)) throw CLI::ValidationError("--sequential-spreads", "values in (0, 100]");
+    o.sequential.spreads.push_back(sigma);
+  }
+  o.sequential.margin = o.margin;
+  o.sequential.alpha = o.alpha;
+  o.sequential.trials = o.trials;
+  o.sequential.seed = o.seed;
 }
 
 // The command as the report's reader would rerun it: the output named as
@@ -352,6 +343,7 @@ std::string report_markdown(const Options& o, const std::string& command, const 
   md << "## Simulated ensembles (normal seed-to-seed spread)\n\n"
      << "welch: different seeds per side; paired: the same seeds, per-seed correlation ρ between the sides.\n\n"
      << table(simulated, false) << "\n";
+  if (o.pool_dir.empty()) md << mpverify::experiments::sequential_section(o.sequential, isatty(2));
   if (!o.pool_dir.empty()) {
     md << "## Resampled real runs (`--pool " << o.pool_dir << "`)\n\n"
        << pooled.size << " usable runs (" << pooled.diverged << " diverged runs left out); each trial draws 2n distinct "

@@ -128,12 +128,64 @@ TEST(StudyCli, TwoRunsWriteIdenticalReportsWhoseVerdictIsTheGatesOwn) {
   }
 }
 
+// The tiny study in rounds: looks at 2, 3 and 4 seeds.
+std::string study_in_rounds(const fs::path& dir, const std::string& extra = "") {
+  return std::string(MPVERIFY_BIN) + " study --looks 2,3,4 --steps 4 --train-size 512 --test-size 100 --backend emu" +
+         " --out " + (dir / "runs").string() + " --report " + (dir / "reports" / "study.md").string() + " " + extra;
+}
+
+// The rounds stop at the look where the gate in rounds decides: the seeds run are exactly that look's, and
+// `mpverify gate --sequential` on the run directories gives the report's verdict line at that look.
+TEST(StudyCli, RoundsStopAtTheLookTheGateDecides) {
+  const fs::path dir = fresh_dir("rounds");
+  const auto r = run_command(study_in_rounds(dir, "--json"), "");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::size_t seeds_run = j["seeds_run"].get<std::size_t>();
+  EXPECT_TRUE(seeds_run == 2 || seeds_run == 3 || seeds_run == 4) << seeds_run;
+  EXPECT_EQ(j["looks"], nlohmann::json::parse("[2, 3, 4]"));
+  for (const char* side : {"fp32-ref", "o2-emu"})
+    for (std::size_t s = 1; s <= 5; ++s)
+      EXPECT_EQ(fs::exists(dir / "runs" / side / ("seed-" + std::to_string(s)) / "summary.json"), s <= seeds_run)
+          << side << " seed " << s;
+  const auto gate = run_command(std::string(MPVERIFY_BIN) + " gate --baseline " + (dir / "runs" / "fp32-ref").string() +
+                                    " --candidate " + (dir / "runs" / "o2-emu").string() +
+                                    " --metric accuracy --margin 1 --sequential 2,3,4 --json",
+                                "");
+  ASSERT_NE(gate.exit_code, 2) << gate.out;
+  ASSERT_NE(gate.exit_code, 3) << "the study stopped before the gate in rounds decided: " << gate.out;
+  const auto g = nlohmann::json::parse(gate.out);
+  EXPECT_EQ(g["sequential"]["looks"][g["sequential"]["decided_at_look"].get<std::size_t>() - 1], seeds_run);
+  EXPECT_EQ(report_verdict(read(dir / "reports" / "study.md")), g["line"].get<std::string>());
+  EXPECT_EQ(j["line"], g["line"]);
+  // Every earlier look was undecided: the gate on those seeds alone asks for the next look.
+  if (seeds_run > 2) {
+    for (const char* side : {"fp32-ref", "o2-emu"}) {  // the ensembles as they stood at the look before
+      const fs::path manifest = dir / "runs" / side / "ensemble.json";
+      auto m = nlohmann::json::parse(read(manifest));
+      m["seeds"].erase(m["seeds"].size() - 1);
+      std::ofstream(manifest) << m.dump();
+    }
+    const auto earlier = run_command(std::string(MPVERIFY_BIN) + " gate --baseline " +
+                                         (dir / "runs" / "fp32-ref").string() + " --candidate " +
+                                         (dir / "runs" / "o2-emu").string() +
+                                         " --metric accuracy --margin 1 --sequential 2,3,4",
+                                     "");
+    EXPECT_EQ(earlier.exit_code, 3) << earlier.out;
+  }
+}
+
 TEST(StudyCli, BadInputExitsTwoAndWritesNothing) {
   const fs::path dir = fresh_dir("bad");
   for (const std::string extra : {"--seeds 1", "--steps 0", "--backend tpu", "--jobs 0", "--data nosuch"}) {
     const auto r = run_command(study(dir, extra), "", true);
     EXPECT_EQ(r.exit_code, 2) << extra << ": " << r.out;
     EXPECT_NE(r.out.find("error"), std::string::npos) << extra << ": " << r.out;
+    EXPECT_FALSE(fs::exists(dir)) << extra;
+  }
+  for (const std::string extra : {"--looks 3,2", "--looks 1,4", "--looks 2,3 --seeds 2", "--spending linear"}) {
+    const auto r = run_command(study_in_rounds(dir, extra), "", true);
+    EXPECT_EQ(r.exit_code, 2) << extra << ": " << r.out;
     EXPECT_FALSE(fs::exists(dir)) << extra;
   }
   const auto txt = run_command(std::string(MPVERIFY_BIN) + " study --report " + (dir / "study.txt").string() +

@@ -110,7 +110,7 @@ std::string fmt(const char* format, double a, double b = 0, double c = 0) {
 
 // The table (Markdown) and the JSON of the results.
 void report(const std::vector<Variant>& vs, std::size_t n, int rounds, const Args& args) {
-  std::string md = "## Speed: block quantization against the plain fp8-e4m3 conversion (one thread)\n\n";
+  std::string md = "# Speed: block quantization against the plain fp8-e4m3 conversion (one thread)\n\n";
   md += "Command: `build/experiments/bench_block_quantize --log2-elements " + std::to_string(args.log2_elements) +
         " --rounds " + std::to_string(rounds) + "` (" + std::to_string(n) +
         " floats, magnitudes log-uniform in [2^-27, 2^16), seed 42). Ratio = block throughput / plain throughput in "

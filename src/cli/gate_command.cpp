@@ -2,7 +2,7 @@
 //               --margin X [--alpha A] [--method auto|paired|welch]
 //               [--higher-is-better | --lower-is-better] [--accept-single-run]
 //               [--junit FILE] [--json] [--loss-key KEY] [--loss-tail F]
-//               [--fid-reference REAL.npz]
+//               [--fid-reference REAL.npz] [--sequential 4,8,12,16 [--spending obrien-fleming|pocock]]
 // The CI parity gate: is the candidate recipe's training equivalent to the
 // baseline's within ±margin? The decision is metrics::evaluate_gate
 // (metrics/parity_gate.h defines it), value files metrics/value_file.h, the
@@ -31,9 +31,27 @@ namespace {
 
 struct GateArguments {
   std::string baseline, candidate, metric, method = "auto", junit, loss_key, mode = "tost", fid_reference;
+  std::string sequential, spending = "obrien-fleming";
   double margin = 0, alpha = 0.05, loss_tail = 0.1, rtol = 0, target = NAN;
   bool json = false, higher = false, lower = false, accept_single_run = false;
 };
+
+// --sequential LOOKS [--spending NAME]: the design (metrics/sequential_design.h).
+metrics::SequentialDesign sequential_design(const GateArguments& o) {
+  metrics::SequentialDesign design;
+  try {
+    design.looks = metrics::parse_looks(o.sequential);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--sequential '") + o.sequential + "': " + e.what());
+  }
+  const auto spending = metrics::parse_spending(o.spending);
+  if (!spending) throw UsageError("--spending must be obrien-fleming (obf) or pocock, not '" + o.spending + "'");
+  design.spending = *spending;
+  if (o.accept_single_run)
+    throw UsageError("--accept-single-run tests one run per side; --sequential takes runs in rounds of seeds: drop one");
+  if (o.mode != "tost") throw UsageError("--sequential gates one value per run: --mode tost only");
+  return design;
+}
 
 metrics::GateOptions gate_options(const GateArguments& o) {
   metrics::GateOptions options;
@@ -56,6 +74,7 @@ metrics::GateOptions gate_options(const GateArguments& o) {
   else if (o.method == "paired") options.pairing = metrics::Pairing::paired;
   else if (o.method == "welch") options.pairing = metrics::Pairing::welch;
   else throw UsageError("--method must be auto, paired or welch, not '" + o.method + "'");
+  if (!o.sequential.empty()) options.sequential = sequential_design(o);
   return options;
 }
 
@@ -175,6 +194,10 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
       "--mode curve (golden values, --rtol) and --mode mlperf (steps to --target) gate per-step curves instead.\n"
       "--fid-reference REAL.npz (--metric fid): each side is a directory of per-run FID statistics seed-<s>.npz\n"
       "  (mu, sigma: pytorch-fid --save-stats, clean-fid), each run's FID computed against REAL.npz's statistics.\n"
+      "--sequential 4,8,12,16: in rounds. Runs are taken in seed order; at each planned look (runs per side) the\n"
+      "  TOST runs at that look's share of alpha (Lan-DeMets spending, --spending): it decides, or exits 3 naming\n"
+      "  the seeds the next look needs; the last look decides. Gate again with more runs: the false-pass rate\n"
+      "  over all looks stays <= alpha.\n"
       "Exit code: 0 equivalent, 1 not equivalent or a run diverged, 2 bad input (no verdict), 3 inconclusive.\n"
       "Example: mpverify gate --baseline runs/fp32 --candidate runs/o2 --metric accuracy --margin 1 --junit gate.xml\n"
       "         mpverify gate --baseline fp32.csv --candidate bf16.csv --metric bleu --margin 0.3");
@@ -231,6 +254,15 @@ void add_gate_command(CLI::App& root, std::vector<Command>& commands) {
                   "the real images'); each side is then a directory of per-run statistics seed-<s>.npz, and each "
                   "run's FID is computed against this file (statistics do not record N: make them at equal N)")
       ->type_name("REAL.npz");
+  app->add_option("--sequential", o->sequential,
+                  "Gate in rounds: the planned looks, runs per side (pairs when paired) in seed order, e.g. 4,8,12,16. "
+                  "Each look tests at its spent share of --alpha; undecided before the last look: exit 3 with the "
+                  "next look's count; the last look decides (not shown equivalent: exit 1). docs/parity-gate.md")
+      ->type_name("N1,N2,...");
+  app->add_option("--spending", o->spending,
+                  "--sequential: how alpha is spent over the looks (Lan-DeMets): obrien-fleming (default: little "
+                  "early, most at the last look) or pocock (about evenly)")
+      ->type_name("obrien-fleming|pocock");
   app->add_option("--loss-key", o->loss_key, "loss: the steps' key compared (default loss, or loss_g)")
       ->type_name("KEY");
   app->add_option("--loss-tail", o->loss_tail,

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "metrics/sequential_gate.h"
+
 namespace mpverify::metrics {
 
 namespace {
@@ -577,8 +579,20 @@ void too_few_runs(GateResult& g, const Side& b, const Side& c) {
                 "seed-to-seed variance then not covered)";
 }
 
+// In rounds (sequential_gate.h): runs in seed order; a diverged run still decides first.
+void decide_sequential(GateResult& g, Side& b, Side& c, const GateOptions& options, double resolution) {
+  order_by_seed(b.outcomes, "baseline");
+  order_by_seed(c.outcomes, "candidate");
+  g.baseline_runs = b.outcomes;
+  g.candidate_runs = c.outcomes;
+  start_rounds(g, options);
+  if (diverged_run_decides(g, b, c)) return;
+  decide_in_rounds(g, b.outcomes, c.outcomes, options, resolution);
+}
+
 // From the sides' outcomes to the verdict: pairing, divergence, the test.
 void decide(GateResult& g, Side& b, Side& c, const GateOptions& options, double resolution) {
+  if (options.sequential) return decide_sequential(g, b, c, options, resolution);
   const bool single = b.outcomes.size() == 1 && c.outcomes.size() == 1;
   const std::optional<std::vector<std::int64_t>> seeds = choose_pairing(b, c, options);
   if (single && options.accept_single_run) check_single_run_errors(b, c, options);
@@ -662,7 +676,7 @@ std::string gate_verdict_line(const GateResult& g) {
                      : g.verdict == Verdict::not_equivalent ? "NOT EQUIVALENT"
                                                             : "INCONCLUSIVE";
   line += " (" + g.metric_name + (g.golden ? ", curve" : g.mlperf ? ", mlperf" : "") + "): ";
-  if (!g.test) return line + g.reason;
+  if (!g.test) return line + g.reason + (g.sequential ? "; " + rounds_text(g) : "");
   const EquivalenceResult& t = *g.test;
   line += "candidate - baseline = " + number_text(t.difference) + " " + g.unit + ", " + level_text(t.alpha) +
           " CI " + interval_text(t) + ", margin ±" + number_text(t.margin) + "; ";
@@ -674,6 +688,7 @@ std::string gate_verdict_line(const GateResult& g) {
   else
     line += "one run per side (--accept-single-run), on the standard errors, t with df = " + number_text(t.df) +
             " (seed-to-seed variance not covered)";
+  if (g.sequential) return line + "; " + rounds_text(g);
   line += ", alpha " + number_text(t.alpha);
   if (t.resolution_spread > 0)
     line += "; no spread between the runs, so their spread is taken to be the rounding to the accuracy's steps of " +
@@ -708,6 +723,28 @@ nlohmann::ordered_json golden_json(const GoldenCheck& c) {
           {"pairs", c.pairs},
           {"steps_compared", c.steps_compared},
           {"steps_outside", c.steps_outside}};
+}
+
+nlohmann::ordered_json sequential_json(const SequentialGate& s) {
+  using oj = nlohmann::ordered_json;
+  oj looks = oj::array();
+  for (const LookResult& look : s.outcome.looks)
+    looks.push_back({{"n", look.n},
+                     {"level", look.level},
+                     {"verdict", to_string(look.test.verdict)},
+                     {"difference", look.test.difference},
+                     {"ci_lower", look.test.lower},
+                     {"ci_upper", look.test.upper}});
+  const auto optional_count = [](const std::optional<std::size_t>& n) { return n ? oj(*n) : oj(nullptr); };
+  return {{"looks", s.design.looks},
+          {"spending", to_string(s.design.spending)},
+          {"levels", s.levels},
+          {"available", s.available},
+          {"evaluated", looks},
+          {"decided_at_look", s.outcome.decided_at ? oj(*s.outcome.decided_at + 1) : oj(nullptr)},
+          {"undecided_at_last", s.outcome.undecided_at_last},
+          {"next_look", optional_count(s.outcome.next_look)},
+          {"more_per_side", s.outcome.next_look ? oj(*s.outcome.next_look - s.available) : oj(nullptr)}};
 }
 
 nlohmann::ordered_json mlperf_json(const MlperfCheck& m) {
@@ -785,6 +822,7 @@ nlohmann::ordered_json gate_json(const GateResult& g) {
                       {"divergence", o.divergence.empty() ? oj(nullptr) : oj(o.divergence)}});
     j[key] = list;
   }
+  if (g.sequential) j["sequential"] = sequential_json(*g.sequential);
   if (g.golden) j["golden"] = golden_json(*g.golden);
   if (g.mlperf) j["mlperf"] = mlperf_json(*g.mlperf);
   if (g.metric == GateMetric::loss && !g.golden && !g.mlperf) {

@@ -68,6 +68,7 @@
 
 #include "metrics/ensemble.h"
 #include "metrics/equivalence.h"
+#include "metrics/sequential_design.h"
 #include "metrics/value_file.h"
 
 namespace mpverify::metrics {
@@ -100,6 +101,8 @@ struct GateOptions {
   Pairing pairing = Pairing::automatic;
   double loss_tail_fraction = 0.1;  // in (0, 1]
   std::string loss_key;             // "" chooses "loss" or "loss_g"
+  // In rounds (sequential_design.h): runs ordered by seed, each planned look tested at its spent level.
+  std::optional<SequentialDesign> sequential;
 };
 
 struct RunOutcome {
@@ -143,6 +146,14 @@ struct MlperfCheck {
   double t = 0, df = 0, p_slower = 1;  // p: P(T >= t) under "not slower"
 };
 
+// The sequential gate's looks (sequential_design.h), when options.sequential was given.
+struct SequentialGate {
+  SequentialDesign design;
+  std::vector<double> levels;  // each look's level; they sum to alpha
+  SequentialOutcome outcome;   // the looks reached; the deciding one, or the next look
+  std::size_t available = 0;   // runs per side the looks could use (min of the sides; pairs when paired)
+};
+
 struct GateResult {
   GateMetric metric = GateMetric::accuracy;
   std::string metric_name;  // what the line and the reports call it ("accuracy", "bleu", ...)
@@ -151,7 +162,8 @@ struct GateResult {
   std::string baseline, candidate;  // the directories
   Verdict verdict = Verdict::inconclusive;
   std::string reason;  // one sentence: why this verdict
-  std::optional<EquivalenceResult> test;  // absent when a divergence decided
+  std::optional<EquivalenceResult> test;  // absent when a divergence decided; sequential: the last look's
+  std::optional<SequentialGate> sequential;
   std::vector<std::int64_t> paired_seeds;  // the seeds paired on (paired only)
   std::vector<RunOutcome> baseline_runs, candidate_runs;
   std::vector<std::string> notes;  // what the method does not cover, how it was chosen

@@ -16,8 +16,15 @@ std::string gate_table_row(const metrics::GateResult& g) {
   if (g.test) {
     const int digits = g.metric == metrics::GateMetric::accuracy ? 3 : 5;
     row += fixed(g.test->difference, digits) + " | [" + fixed(g.test->lower, digits) + ", " +
-           fixed(g.test->upper, digits) + "] | ±" + general(g.margin) + " " + g.unit + " | " +
-           metrics::to_string(g.test->method) + ", n = " + std::to_string(g.test->n_candidate) + " |";
+           fixed(g.test->upper, digits) + "]";
+    // A look of the gate in rounds tests at its own share of alpha: its interval's level is not the header's.
+    if (g.sequential) row += " (" + general(100 * (1 - 2 * g.test->alpha)) + "%)";
+    row += " | ±" + general(g.margin) + " " + g.unit + " | " + metrics::to_string(g.test->method) + ", n = " +
+           std::to_string(g.test->n_candidate);
+    if (g.sequential && g.sequential->outcome.decided_at)
+      row += ", look " + std::to_string(*g.sequential->outcome.decided_at + 1) + " of " +
+             std::to_string(g.sequential->design.looks.size());
+    row += " |";
   } else {
     row += "- | - | ±" + general(g.margin) + " " + g.unit + " | " + g.reason + " |";
   }

@@ -9,7 +9,7 @@
 namespace mpverify::report {
 
 // "| metric | candidate | verdict | candidate − baseline | 90% CI | margin | method |" and its rule
-// (the interval's level is 1 − 2 alpha: TOST at alpha).
+// (the interval's level is 1 − 2 alpha: TOST at alpha; a row of the gate in rounds names its look's level).
 std::string gate_table_header(double alpha);
 // One row of that table (ends without a newline).
 std::string gate_table_row(const metrics::GateResult& gate);

@@ -71,13 +71,38 @@ std::vector<Side> study_sides(const StudyConfig& c, const std::string& gpu_reaso
 
 }  // namespace
 
+namespace {
+
+bool in_rounds(const StudyConfig& c) { return c.seeds == 0; }
+
+std::string looks_list(const std::vector<std::size_t>& looks) {
+  std::string text;
+  for (std::size_t n : looks) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(n);
+  }
+  return text;
+}
+
+// The most seeds the study may run: the last look, or --seeds.
+std::size_t most_seeds(const StudyConfig& c) { return in_rounds(c) ? c.looks.back() : c.seeds; }
+
+}  // namespace
+
 void validate_study(const StudyConfig& c) {
-  if (c.seeds < 2)
+  if (in_rounds(c)) {
+    try {
+      metrics::check_design({c.looks, c.spending});
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--looks: ") + e.what());
+    }
+  } else if (c.seeds < 2) {
     throw std::invalid_argument("--seeds " + std::to_string(c.seeds) +
                                 ": the paired gate needs at least 2 seeds per side (use 2 or more)");
-  if (c.seeds > training::kMaxSeeds)
-    throw std::invalid_argument("--seeds " + std::to_string(c.seeds) + ": at most " +
-                                std::to_string(training::kMaxSeeds));
+  }
+  if (most_seeds(c) > training::kMaxSeeds)
+    throw std::invalid_argument((in_rounds(c) ? "--looks: the last look " : "--seeds ") +
+                                std::to_string(most_seeds(c)) + ": at most " + std::to_string(training::kMaxSeeds));
   if (c.steps < 1) throw std::invalid_argument("--steps must be at least 1");
   if (c.jobs < 1) throw std::invalid_argument("--jobs must be at least 1");
   if (c.backend != "emu" && c.backend != "gpu" && c.backend != "auto")
@@ -108,11 +133,11 @@ struct Job {
   std::uint64_t seed;
 };
 
-// Seed 1 of each side (recorders on, the slowest) first, so that the two
-// threads finish close together.
-std::vector<Job> study_jobs(const StudyConfig& c, const std::vector<Side>& sides) {
+// Seeds first..last of every side; seed 1 of each side (recorders on, the
+// slowest) first, so that the two threads finish close together.
+std::vector<Job> study_jobs(const std::vector<Side>& sides, std::uint64_t first, std::uint64_t last) {
   std::vector<Job> jobs;
-  for (std::uint64_t s = 1; s <= c.seeds; ++s)
+  for (std::uint64_t s = first; s <= last; ++s)
     for (const Side& side : sides) jobs.push_back({&side, s});
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
     return (a.seed == 1) > (b.seed == 1);
@@ -134,28 +159,31 @@ std::vector<training::QueuedRun> study_queue(const StudyConfig& c, const std::ve
   return queue;
 }
 
-// Trains every job (c.jobs at a time) into its seed directory and records it in result.runs.
+// Trains every job (c.jobs at a time) into its seed directory and appends it to result.runs. The first
+// round replaces a previous study's runs; later rounds add seeds beside the earlier rounds'.
 void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std::vector<Job>& jobs,
-                StudyResult& result, const Say& say) {
-  result.runs.resize(jobs.size());
+                StudyResult& result, const Say& say, bool first_round) {
+  const std::size_t before = result.runs.size();
+  result.runs.resize(before + jobs.size());
   std::vector<training::QueuedRun> queue = study_queue(c, jobs);
-  // A study killed before its runs finished resumes (run_queue's journal); otherwise a previous
+  // A round killed before its runs finished resumes (run_queue's journal); otherwise a previous
   // study's runs are replaced (a stale seed directory would be ignored by ensemble.json anyway, but
   // would mislead a reader).
   const fs::path journal = c.out / "queue.json";
   const auto start = [&](bool resuming) {
-    if (resuming) say("study: resuming the interrupted study in " + c.out.string());
-    else
+    if (resuming) say("study: resuming the interrupted round in " + c.out.string());
+    else if (first_round)
       for (const char* name : {"fp32-ref", "o2-emu", "o2-gpu"}) fs::remove_all(c.out / name);
   };
-  say("study: " + std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x " +
-      std::to_string(c.seeds) + " seeds, " + std::to_string(c.steps) + " steps each), " +
-      std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
-  if (!result.gpu_reason.empty() && c.backend == "auto") say("study: no GPU side (" + result.gpu_reason + ")");
+  say("study: " + std::to_string(jobs.size()) + " runs (" + std::to_string(sides.size()) + " sides x seeds " +
+      std::to_string(jobs.front().seed) + "-" + std::to_string(jobs.back().seed) + ", " + std::to_string(c.steps) +
+      " steps each), " + std::to_string(std::min(c.jobs, jobs.size())) + " at a time, into " + c.out.string());
+  if (first_round && !result.gpu_reason.empty() && c.backend == "auto")
+    say("study: no GPU side (" + result.gpu_reason + ")");
   const std::vector<training::FinishedRun> finished =
       training::run_queue(queue, c.jobs, [&](const std::string& line) { say("study: " + line); }, journal, start);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    StudyRun& run = result.runs[i];
+    StudyRun& run = result.runs[before + i];
     run.side = jobs[i].side->name;
     run.seed = jobs[i].seed;
     run.recorders = queue[i].config.recorders;
@@ -165,9 +193,9 @@ void train_runs(const StudyConfig& c, const std::vector<Side>& sides, const std:
 }
 
 // Each side an ensemble directory, as `train --seeds` writes it.
-void write_ensemble_manifests(const StudyConfig& c, const std::vector<Side>& sides) {
+void write_ensemble_manifests(const StudyConfig& c, const std::vector<Side>& sides, std::size_t seeds_run) {
   std::vector<std::uint64_t> seeds;
-  for (std::uint64_t s = 1; s <= c.seeds; ++s) seeds.push_back(s);
+  for (std::uint64_t s = 1; s <= seeds_run; ++s) seeds.push_back(s);
   for (const Side& side : sides) training::write_ensemble_manifest(c.out / side.name, seeds);
 }
 
@@ -189,8 +217,9 @@ StudyGates evaluate_study_gates(const StudyConfig& c, const std::vector<Side>& s
     acc.metric = metrics::GateMetric::accuracy;
     acc.margin = c.margin;
     acc.alpha = c.alpha;
-    gates.accuracy.push_back(metrics::evaluate_gate(baseline, candidate, acc));
     metrics::GateOptions loss = acc;
+    if (in_rounds(c)) acc.sequential = metrics::SequentialDesign{c.looks, c.spending};
+    gates.accuracy.push_back(metrics::evaluate_gate(baseline, candidate, acc));
     loss.metric = metrics::GateMetric::loss;
     loss.margin = c.loss_margin;
     gates.loss.push_back(metrics::evaluate_gate(baseline, candidate, loss));
@@ -288,7 +317,32 @@ void write_figures(const StudyConfig& c, const std::vector<Side>& sides, const S
   write_gradient_histograms(c, sides, steps, files);
 }
 
-std::string verdict_section(const StudyConfig& c, const StudyGates& gates) {
+// How the rounds went and why these defaults: the design, where it stopped, the spread it met.
+std::string rounds_paragraph(const StudyConfig& c, const metrics::GateResult& main_gate, std::size_t seeds_run) {
+  const metrics::SequentialDesign design{c.looks, c.spending};
+  std::string md = "The study ran in rounds (the sequential gate, `mpverify gate --sequential`, "
+                   "docs/parity-gate.md): " + metrics::design_text(design) + " of alpha " +
+                   general(c.alpha) + ", so the chance of passing a recipe whose true difference lies on the margin "
+                   "stays at most " + general(c.alpha) + " over all the looks together. It ran " +
+                   std::to_string(seeds_run) + " seeds per side and stopped ";
+  md += seeds_run == c.looks.back() ? std::string("at the last look, which always decides.")
+                                    : "at the first look that decided.";
+  md += "\n\n**Why these defaults for a first look.** The margin of ±" + general(c.margin) +
+        " point of test accuracy is the smallest difference a user of this model would act on, and " +
+        std::to_string(c.test_size) + " test images resolve it (accuracy moves in steps of " +
+        general(100.0 / static_cast<double>(c.test_size)) + " points).";
+  if (main_gate.test && main_gate.test->method == metrics::EquivalenceMethod::paired)
+    md += " The per-seed differences of these runs spread with standard deviation " +
+          fixed(main_gate.test->sd_difference, 2) + " points; the simulated calibration "
+          "([gate-calibration.md](gate-calibration.md), \"In rounds\") gives, for spreads around that, how often "
+          "this design passes a recipe with no true difference and how many seeds it takes on average against a "
+          "fixed count with the same power.";
+  md += " Each further seed costs one run per side without recorders (seconds on the CNN), so even the last look "
+        "keeps the study within a few minutes on 2 cores, and the rounds stop as soon as the evidence suffices.\n\n";
+  return md;
+}
+
+std::string verdict_section(const StudyConfig& c, const StudyGates& gates, std::size_t seeds_run) {
   const metrics::GateResult& main_gate = gates.accuracy.front();
   std::string md = "## Verdict\n\n";
   md += "```\n" + metrics::gate_verdict_line(main_gate) + "\n```\n\n";
@@ -296,22 +350,23 @@ std::string verdict_section(const StudyConfig& c, const StudyGates& gates) {
         "accuracy: margin ±" + general(c.margin) + " percentage points, alpha " + general(c.alpha) + ", method " +
         (main_gate.test ? std::string(metrics::to_string(main_gate.test->method)) : std::string("-")) +
         " (the same seeds on both sides). " + sentence(main_gate.reason) + "\n\n";
+  if (in_rounds(c)) md += rounds_paragraph(c, main_gate, seeds_run);
   if (main_gate.verdict == metrics::Verdict::inconclusive)
-    md += "**Inconclusive is an honest outcome here, not a failure of the job**: with " + std::to_string(c.seeds) +
-          " seeds per side the interval is wide. The gate's calibration on real runs "
-          "([gate-calibration-real.md](gate-calibration-real.md)) needed 15 seeds per side for the MNIST MLP; run "
-          "`mpverify study --seeds 15` (" + fixed(15.0 / static_cast<double>(c.seeds), 1) +
-          " times the runs of this one) for a decision.\n\n";
+    md += "**Inconclusive is an honest outcome here, not a failure of the job**: with " + std::to_string(seeds_run) +
+          " seeds per side the interval is wide. Run `mpverify study` without `--seeds`: it trains in rounds "
+          "until the gate decides.\n\n";
   md += gate_table_header(c.alpha);
   for (std::size_t k = 0; k < gates.accuracy.size(); ++k) md += gate_table_row(gates.accuracy[k]) + "\n" + gate_table_row(gates.loss[k]) + "\n";
   md += "\nThe loss row gates the mean training loss over the last 10% of the steps (margin ±" +
-        general(c.loss_margin) + "); it is reported alongside, the accuracy row is the verdict. Reproduce either "
-        "from the run directories: `mpverify gate --baseline OUT/fp32-ref --candidate OUT/o2-emu --metric accuracy "
-        "--margin " + general(c.margin) + "` (OUT is the study's `--out`, default `runs/study`).\n\n";
+        general(c.loss_margin) + ", one TOST on every seed run); it is reported alongside, the accuracy row is the "
+        "verdict. Reproduce either from the run directories: `mpverify gate --baseline OUT/fp32-ref --candidate "
+        "OUT/o2-emu --metric accuracy --margin " + general(c.margin) +
+        (in_rounds(c) ? " --sequential " + looks_list(c.looks) : std::string()) +
+        "` (OUT is the study's `--out`, default `runs/study`).\n\n";
   return md;
 }
 
-std::string what_ran_section(const StudyConfig& c, const std::string& gpu_reason) {
+std::string what_ran_section(const StudyConfig& c, const std::string& gpu_reason, std::size_t seeds_run) {
   std::string md = "## What ran\n\n";
   md += "- Model: the `cnn` (conv 8 → batch norm → ReLU → max-pool → conv 16 → batch norm → ReLU → max-pool → "
         "linear), on `" + c.data + "` (" + std::to_string(c.train_size) + " training images at most, test set " +
@@ -327,12 +382,12 @@ std::string what_ran_section(const StudyConfig& c, const std::string& gpu_reason
     md += "- **No GPU was present** (" + gpu_reason + "): the GPU side (o2 on the CUDA backend) was not run. "
           "On a machine with a usable GPU the study adds it automatically.\n";
   }
-  md += "- Seeds 1–" + std::to_string(c.seeds) + " on every side (paired: the same initial weights and batches). "
+  md += "- Seeds 1–" + std::to_string(seeds_run) + " on every side (paired: the same initial weights and batches). "
         "Seed 1 ran with every recorder on (per-step rates, exponent histograms: the figures below); " +
-        (c.seeds == 2 ? std::string("seed 2") : "seeds 2–" + std::to_string(c.seeds)) + " ran with `--no-recorders` to fit the time budget (the recorders only observe; "
+        (seeds_run == 2 ? std::string("seed 2") : "seeds 2–" + std::to_string(seeds_run)) + " ran with `--no-recorders` to fit the time budget (the recorders only observe; "
         "they change no number the training computes).\n";
   md += "- Why these sizes: an o2 CNN step on the emulator costs about 0.4 s with the recorders on and a fp32 step "
-        "on the reference about 0.1 s on one core, so " + std::to_string(c.seeds) + " seeds × " +
+        "on the reference about 0.1 s on one core, so " + std::to_string(seeds_run) + " seeds × " +
         std::to_string(c.steps) + " steps per side, two runs at a time, keep the whole job within a few minutes "
         "on 2 cores.\n\n";
   return md;
@@ -352,7 +407,7 @@ std::optional<double> accuracy_of(const StudyRun& r) {
 }
 
 // One row per seed: each side's accuracy, each candidate's difference to fp32, its skipped steps and final scale.
-std::string runs_section(const StudyConfig& c, const std::vector<Side>& sides, const StudyResult& result) {
+std::string runs_section(const std::vector<Side>& sides, const StudyResult& result) {
   std::string md = "## Runs\n\n| seed |";
   for (const Side& side : sides) md += " " + side.title + " test accuracy (%) |";
   for (std::size_t k = 1; k < sides.size(); ++k) md += " " + sides[k].title + " − fp32 (points) |";
@@ -360,7 +415,7 @@ std::string runs_section(const StudyConfig& c, const std::vector<Side>& sides, c
   md += "\n|---|";
   for (std::size_t k = 0; k < sides.size() + 2 * (sides.size() - 1); ++k) md += "---:|";
   md += "\n";
-  for (std::uint64_t s = 1; s <= c.seeds; ++s) {
+  for (std::uint64_t s = 1; s <= result.seeds_run; ++s) {
     md += "| " + std::to_string(s) + " |";
     for (const Side& side : sides) {
       const auto a = accuracy_of(run_of(result, side.name, s));
@@ -441,9 +496,9 @@ std::string study_markdown(const StudyConfig& c, const std::vector<Side>& sides,
   std::string md = "# The default study: FP32 against o2 mixed precision on the MNIST CNN\n\n";
   md += "Written by `mpverify study` (the first command of the README, `./run-main`). Every number and figure "
         "below comes from the run directories it trained; the same seeds give the same report, byte for byte.\n\n";
-  md += verdict_section(c, gates);
-  md += what_ran_section(c, result.gpu_reason);
-  md += runs_section(c, sides, result);
+  md += verdict_section(c, gates, result.seeds_run);
+  md += what_ran_section(c, result.gpu_reason, result.seeds_run);
+  md += runs_section(sides, result);
   md += loss_and_scale_section(c, sides, steps);
   md += underflow_section(c, sides, steps);
   md += lost_updates_section(c, sides, steps);
@@ -451,7 +506,7 @@ std::string study_markdown(const StudyConfig& c, const std::vector<Side>& sides,
 }
 
 // --json: the main verdict, every gate, the runs (with wall times) and the files written.
-nlohmann::ordered_json study_json(const StudyResult& result, const StudyGates& gates) {
+nlohmann::ordered_json study_json(const StudyConfig& c, const StudyResult& result, const StudyGates& gates) {
   const metrics::GateResult& main_gate = gates.accuracy.front();
   json runs = json::array();
   for (const StudyRun& r : result.runs)
@@ -463,6 +518,9 @@ nlohmann::ordered_json study_json(const StudyResult& result, const StudyGates& g
   j["verdict"] = metrics::to_string(main_gate.verdict);
   j["exit_code"] = metrics::gate_exit_code(main_gate.verdict);
   j["line"] = metrics::gate_verdict_line(main_gate);
+  j["seeds_run"] = result.seeds_run;
+  j["looks"] = in_rounds(c) ? json(c.looks) : json(nullptr);
+  j["spending"] = in_rounds(c) ? json(metrics::to_string(c.spending)) : json(nullptr);
   nlohmann::ordered_json gate_list = nlohmann::ordered_json::array();
   for (std::size_t k = 0; k < gates.accuracy.size(); ++k) {
     gate_list.push_back(metrics::gate_json(gates.accuracy[k]));
@@ -473,6 +531,26 @@ nlohmann::ordered_json study_json(const StudyResult& result, const StudyGates& g
   j["runs"] = runs;
   j["files"] = result.files;
   return j;
+}
+
+// Every look's seeds (or --seeds at once), the gates after each, until the accuracy gate of every
+// candidate decides (the last look always does); result.seeds_run says how far it went.
+StudyGates train_and_gate(const StudyConfig& c, const std::vector<Side>& sides, StudyResult& result, const Say& say) {
+  const std::vector<std::size_t> looks = in_rounds(c) ? c.looks : std::vector<std::size_t>{c.seeds};
+  for (std::size_t k = 0; k < looks.size(); ++k) {
+    if (in_rounds(c))
+      say("study: look " + std::to_string(k + 1) + " of " + std::to_string(looks.size()) + ": seeds 1-" +
+          std::to_string(looks[k]) + " on every side");
+    train_runs(c, sides, study_jobs(sides, result.seeds_run + 1, looks[k]), result, say, k == 0);
+    result.seeds_run = looks[k];
+    write_ensemble_manifests(c, sides, result.seeds_run);
+    StudyGates gates = evaluate_study_gates(c, sides, say);
+    const bool decided = std::none_of(gates.accuracy.begin(), gates.accuracy.end(), [](const metrics::GateResult& g) {
+      return g.verdict == metrics::Verdict::inconclusive;
+    });
+    if (decided || k + 1 == looks.size()) return gates;
+  }
+  throw std::logic_error("study: no look");
 }
 
 }  // namespace
@@ -486,9 +564,7 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
     if (progress) progress(line);
   };
 
-  train_runs(c, sides, study_jobs(c, sides), result, say);
-  write_ensemble_manifests(c, sides);
-  const StudyGates gates = evaluate_study_gates(c, sides, say);
+  const StudyGates gates = train_and_gate(c, sides, result, say);
 
   say("study: figures and report");
   const SeedOneSteps steps = read_seed_one_steps(c, sides);
@@ -502,7 +578,7 @@ StudyResult run_study(const StudyConfig& c, const std::function<void(const std::
                result.files);
   for (const std::string& line : left_out) say("study: warning: " + line);
 
-  result.json = study_json(result, gates);
+  result.json = study_json(c, result, gates);
   return result;
 }
 

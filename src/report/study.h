@@ -2,7 +2,8 @@
 // precision on the MNIST CNN, end to end, into a Markdown report with SVG
 // figures and the HTML page of every report next to it.
 //
-// What runs (all sides on the same seeds 1..N, so the gate pairs them):
+// What runs (all sides on the same seeds 1..N, so the gate pairs them; N is
+// the first look at which the gate in rounds decides, or --seeds):
 //  - baseline "fp32-ref": the fp32 recipe on the ref backend (Eigen FP32);
 //  - candidate "o2-emu": o2 (fp16 compute, fp32 master weights) with the
 //    dynamic `torch` loss scaler (GradScaler's defaults) on the emulator;
@@ -18,10 +19,11 @@
 //
 // The verdict is the parity gate's library call (metrics/parity_gate.h) on
 // held-out test accuracy, margin `margin` points, alpha `alpha`, paired on
-// the seeds; the mean training loss over the last 10% of the steps is gated
-// too (margin `loss_margin`). With few seeds the accuracy verdict may well be
-// "inconclusive": the gate says it cannot tell, which is an outcome, not a
-// failure of the job.
+// the seeds, in rounds (`looks`): the study stops at the first look that
+// decides, and the last look always decides. The mean training loss over the
+// last 10% of the steps is gated too (margin `loss_margin`, one fixed-count
+// TOST on every seed run), reported alongside. With --seeds N (no rounds) the
+// accuracy verdict may be "inconclusive".
 //
 // Output: the run directories under `out` (DIR/fp32-ref/seed-<s>/ ... and each
 // side's ensemble.json, what `train --seeds` writes), `report` (Markdown), the
@@ -41,12 +43,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/sequential_design.h"
+
 namespace mpverify::report {
 
 struct StudyConfig {
   std::filesystem::path out = "runs/study";
   std::filesystem::path report = "reports/study.md";
-  std::size_t seeds = 4;     // seeds 1..seeds, on every side
+  // In rounds (the default): after each look's seeds (1..n on every side) the accuracy gate runs in rounds
+  // (metrics/sequential_design.h) and the study trains up to the next look only while it is undecided.
+  std::vector<std::size_t> looks = {5, 10, 15, 20};
+  metrics::Spending spending = metrics::Spending::obrien_fleming;
+  std::size_t seeds = 0;     // > 0: exactly seeds 1..seeds and the fixed-count gate instead of rounds
   std::size_t steps = 150;
   std::string backend = "auto";  // the candidate: emu, gpu, or auto (emu, and gpu when usable)
   std::string data = "mnist";
@@ -67,6 +75,7 @@ struct StudyRun {
 };
 
 struct StudyResult {
+  std::size_t seeds_run = 0;  // seeds 1..seeds_run ran on every side
   std::vector<StudyRun> runs;
   std::string gpu_reason;  // why the GPU side did not run ("" when it ran)
   nlohmann::ordered_json json;  // --json: verdicts, runs (with wall times), files
