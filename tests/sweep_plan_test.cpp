@@ -123,6 +123,21 @@ TEST(SweepPlan, RefusalsNameTheKeyAndTheFix) {
             std::string::npos);
 }
 
+TEST(SweepPlan, AGateInRoundsTakesItsLooksAndSpending) {
+  const SweepPlan p = parse_sweep_plan(json::parse(R"({"axes": {"recipe": ["o1", "o2"], "seed": [1, 2]},
+      "gate": {"baseline": {"recipe": "o1"}, "margin": 1, "sequential": [2, 4], "spending": "pocock"}})"));
+  ASSERT_TRUE(p.gate && p.gate->options.sequential);
+  EXPECT_EQ(p.gate->options.sequential->looks, (std::vector<std::size_t>{2, 4}));
+  EXPECT_EQ(p.gate->options.sequential->spending, mpverify::metrics::Spending::pocock);
+  const std::string gate = R"({"axes": {"recipe": ["o1", "o2"], "seed": [1, 2]}, "gate": {"baseline": {"recipe": "o1"}, "margin": 1, )";
+  for (const char* bad : {R"("sequential": [4, 2]})", R"("sequential": [1, 4]})", R"("sequential": "2,4"})",
+                          R"("sequential": [2, -4]})", R"("sequential": []})"})
+    EXPECT_NE(refusal(gate + bad + "}").find("gate \"sequential\""), std::string::npos) << refusal(gate + bad + "}");
+  EXPECT_NE(refusal(gate + R"("sequential": [2, 4], "spending": "linear"}})").find("gate \"spending\""),
+            std::string::npos);
+  EXPECT_NE(refusal(gate + R"("spending": "pocock"}})").find("add \"sequential\""), std::string::npos);
+}
+
 TEST(SweepPlan, TooManyRunsAreRefusedBeforeAnyIsMade) {
   // 400 x 1000 seeds = 400,000 runs > kMaxSweepRuns.
   json plan = {{"axes", {{"seed", "1-1000"}, {"lr", json::array()}}}};

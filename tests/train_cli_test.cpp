@@ -312,12 +312,20 @@ TEST(TrainCli, SeedsWriteAnEnsembleDirectory) {
   EXPECT_EQ(again.exit_code, 0) << again.out;
   EXPECT_EQ(again.out, first_output);
   EXPECT_EQ(fs::last_write_time(dir / "seed-3" / "steps.jsonl"), modified) << "a finished run was trained again";
-  // Other seeds, or another configuration, are not replaced without --force.
+  // More seeds after the held ones add a round (the gate in rounds' next look): only seed 8 trains.
+  const auto round = run_command(train_on(args + "--seeds 2-3,7,8 --out " + dir.string()), "");
+  EXPECT_EQ(round.exit_code, 0) << round.out;
+  EXPECT_EQ(fs::last_write_time(dir / "seed-3" / "steps.jsonl"), modified) << "a finished run was trained again";
+  EXPECT_TRUE(fs::exists(dir / "seed-8" / "summary.json"));
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir / "ensemble.json"))["seeds"], nlohmann::json::parse("[2, 3, 7, 8]"));
+  // Other seeds (fewer, or the held ones not first), or another configuration, are not replaced without --force.
+  r = run_command(train_on(args + "--seeds 8,2-3,7,9 --out " + dir.string()), "", true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   r = run_command(train_on(args + "--seeds 2-3 --out " + dir.string()), "", true);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("an ensemble of other seeds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
-  r = run_command(train_on(args + "--seeds 2-3,7 --lr 0.01 --out " + dir.string()), "", true);
+  r = run_command(train_on(args + "--seeds 2-3,7,8 --lr 0.01 --out " + dir.string()), "", true);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("another configuration"), std::string::npos) << r.out;
   // Bad input: exit 2, a message naming the problem, nothing written.

@@ -300,13 +300,19 @@ int train_ensemble(const TrainOptions& o, const training::TrainConfig& config, b
     throw UsageError(e.what());
   }
   // The same command again after it finished (a retried CI job) reports the ensemble as it stands:
-  // check_resumable keeps every run that finished with this configuration. Other seeds are refused.
+  // check_resumable keeps every run that finished with this configuration. More seeds after the held
+  // ones (the next round of a gate in rounds, `gate --sequential`) train only the new seeds. Other seeds
+  // are refused.
   if (std::filesystem::exists(out / "ensemble.json") && !o.force) {
     nlohmann::json held;
     with_usage_errors([&] { held = io::read_json_file(out / "ensemble.json"); });
-    if (!held.is_object() || held.value("seeds", nlohmann::json()) != nlohmann::json(seeds))
-      throw UsageError("--out " + o.out + " already holds an ensemble of other seeds (ensemble.json); pass --force "
-                       "to replace it, or choose another --out");
+    const nlohmann::json held_seeds = held.is_object() ? held.value("seeds", nlohmann::json()) : nlohmann::json();
+    const bool grows = held_seeds.is_array() && held_seeds.size() <= seeds.size() &&
+                       std::equal(held_seeds.begin(), held_seeds.end(), seeds.begin(),
+                                  [](const nlohmann::json& h, std::uint64_t s) { return h == nlohmann::json(s); });
+    if (!grows)
+      throw UsageError("--out " + o.out + " already holds an ensemble of other seeds (ensemble.json); give its seeds "
+                       "first and more after them to add a round, pass --force to replace it, or choose another --out");
   }
   training::EnsemblePlan plan;
   with_usage_errors([&] { plan = training::plan_ensemble(config, seeds); });

@@ -1,5 +1,6 @@
 #include "sweep/sweep_directory.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "io/json_text.h"
@@ -23,6 +24,27 @@ std::vector<json> candidate_configs(const SweepPlan& plan, const TrainParser& pa
   return configs;
 }
 
+namespace {
+
+// The held plan with more seeds: the same plan but for the seed axis, whose seeds begin with the held ones
+// (a sweep in rounds, gate "sequential": the next look's seeds added).
+bool adds_seeds_to(const json& held, const SweepPlan& plan) {
+  json widened = held;
+  if (!widened.is_object() || !widened.contains("axes") || !widened["axes"].is_object()) return false;
+  widened["axes"]["seed"] = plan.source["axes"]["seed"];
+  if (widened != plan.source) return false;
+  std::vector<std::uint64_t> held_seeds;
+  try {
+    held_seeds = parse_sweep_plan(held).seeds;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return held_seeds.size() <= plan.seeds.size() &&
+         std::equal(held_seeds.begin(), held_seeds.end(), plan.seeds.begin());
+}
+
+}  // namespace
+
 bool open_sweep_directory(const fs::path& out, const SweepPlan& plan) {
   const fs::path file = out / "plan.json";
   if (fs::exists(file)) {
@@ -33,9 +55,12 @@ bool open_sweep_directory(const fs::path& out, const SweepPlan& plan) {
       throw std::invalid_argument(out.string() + " holds an unreadable plan.json (" + e.what() +
                                   "); choose another --out or remove it");
     }
-    if (held != plan.source)
-      throw std::invalid_argument(out.string() + " holds a sweep of another plan (its plan.json differs); choose "
-                                  "another --out, or remove that directory to start over");
+    if (held == plan.source) return true;
+    if (!adds_seeds_to(held, plan))
+      throw std::invalid_argument(out.string() + " holds a sweep of another plan (its plan.json differs; only the "
+                                  "seed axis may grow, its earlier seeds first); choose another --out, or remove that "
+                                  "directory to start over");
+    record::write_file_atomically(file, plan.source.dump(2) + "\n");  // the finished runs are kept
     return true;
   }
   if (fs::exists(out) && !fs::is_directory(out))

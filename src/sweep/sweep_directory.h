@@ -29,8 +29,9 @@ using TrainParser = std::function<training::TrainConfig(const std::vector<std::s
 std::vector<nlohmann::json> candidate_configs(const SweepPlan& plan, const TrainParser& parse);
 
 // Opens DIR for the plan: a missing or empty directory gets DIR/plan.json (returns false); a directory whose
-// plan.json holds this plan is resumed (returns true). Throws std::invalid_argument for a directory holding
-// another plan, or files but no plan.json.
+// plan.json holds this plan is resumed (returns true), as is one whose plan differs only by seeds added after
+// its own (its plan.json is then replaced by this plan: a sweep in rounds). Throws std::invalid_argument for a
+// directory holding another plan, or files but no plan.json.
 bool open_sweep_directory(const std::filesystem::path& out, const SweepPlan& plan);
 
 // The plan a sweep directory was started with (DIR/plan.json). Throws std::invalid_argument when there is none.

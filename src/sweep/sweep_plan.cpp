@@ -189,10 +189,36 @@ metrics::Pairing parse_pairing(const json& value) {
   refuse("gate \"method\"", "write \"auto\", \"paired\" or \"welch\"");
 }
 
+// "sequential": [5, 10, 15, 20] (the looks, seeds per side) and "spending": "obrien-fleming" | "pocock".
+metrics::SequentialDesign parse_sequential(const json& gate) {
+  const json& looks = gate["sequential"];
+  metrics::SequentialDesign design;
+  const auto bad_looks = [] { refuse("gate \"sequential\"", "write the looks, increasing counts of seeds >= 2, e.g. [5, 10, 15, 20]"); };
+  if (!looks.is_array()) bad_looks();
+  for (const json& n : looks) {
+    if (!n.is_number_unsigned() || n.get<std::uint64_t>() > 1000000) bad_looks();
+    design.looks.push_back(n.get<std::size_t>());
+  }
+  try {
+    metrics::check_design(design);
+  } catch (const std::invalid_argument& e) {
+    refuse("gate \"sequential\"", e.what());
+  }
+  if (gate.contains("spending")) {
+    const json& name = gate["spending"];
+    const auto spending = name.is_string() ? metrics::parse_spending(name.get<std::string>()) : std::nullopt;
+    if (!spending) refuse("gate \"spending\"", "write \"obrien-fleming\" or \"pocock\"");
+    design.spending = *spending;
+  }
+  return design;
+}
+
 SweepGate parse_gate(const json& gate, const std::vector<SweepCandidate>& candidates) {
   for (const auto& [key, value] : gate.items())
-    if (key != "baseline" && key != "metric" && key != "margin" && key != "alpha" && key != "method")
-      refuse("gate \"" + key + "\"", "unknown key; a gate holds baseline, metric, margin, alpha and method");
+    if (key != "baseline" && key != "metric" && key != "margin" && key != "alpha" && key != "method" &&
+        key != "sequential" && key != "spending")
+      refuse("gate \"" + key + "\"",
+             "unknown key; a gate holds baseline, metric, margin, alpha, method, sequential and spending");
   if (!gate.contains("baseline") || !gate["baseline"].is_object())
     refuse("gate \"baseline\"", "write the baseline's axis values, e.g. {\"recipe\": \"fp32\"}");
   SweepGate g;
@@ -216,6 +242,8 @@ SweepGate parse_gate(const json& gate, const std::vector<SweepCandidate>& candid
     g.options.alpha = a.get<double>();
   }
   if (gate.contains("method")) g.options.pairing = parse_pairing(gate["method"]);
+  if (gate.contains("sequential")) g.options.sequential = parse_sequential(gate);
+  else if (gate.contains("spending")) refuse("gate \"spending\"", "applies to a gate in rounds: add \"sequential\"");
   return g;
 }
 
