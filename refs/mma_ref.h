@@ -1,7 +1,8 @@
 // The reference tensor-core GEMM: each output element as a chain of one tensor-core instruction along K,
 // computed from the operands' values in FP64 and binary32 arithmetic, apart from the emulator's integer
 // implementation (emu/mma_model.cpp), so that `mpverify ops` can hold the emulated GEMM to it bit for bit.
-// The rule is the published one (MMA-Sim, arXiv 2511.10909, mmasim/simulator/functions.py nv_fused_dot_add):
+// The rule is the published one (MMA-Sim, arXiv 2511.10909, commit c785138: mmasim/simulator/arithmetic.py
+// nv_fused_dot_add):
 // every term (each product a_i b_i and c) has the exponent e_a + e_b (c: e_c), where e is floor(log2 |x|)
 // but at least the format's minimum normal exponent, and -126 for a zero; with E the largest, each term is
 // truncated toward zero to a multiple of 2^(E - F); their exact sum is rounded once to the output.

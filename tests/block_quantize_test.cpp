@@ -520,7 +520,8 @@ TEST(BlockScaleRules, EveryRuleAgreesWithItsSource) {
 // OCP's floor clips: an E4M3 block whose amax significand exceeds 1.75 (E2M1: 1.5) has
 // amax / X above max, and its largest element saturates; at exactly 1.75 (1.5) it does not.
 // even clips there too (the significand rounds back down to 1.75; it only moves up from
-// 1.9375); rceil never clips, nor does ceil (which wastes up to a binade instead).
+// 1.9375); rceil does not clip at these amaxes (it clips for one amax per format, below), nor does
+// ceil (which wastes up to a binade instead).
 TEST(BlockScaleRules, FloorClipsAboveTheTopSignificandRceilNever) {
   struct Case {
     const char* scheme;

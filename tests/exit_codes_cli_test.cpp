@@ -147,6 +147,8 @@ class ExitCodes : public ::testing::Test {
         {"compare-runs", 0, at("run1") + " " + at("run1") + " --tolerance-loss 0"},
         {"compare-runs", 1, at("run1") + " " + at("run2") + " --tolerance-loss 0"},
         {"compare-runs", 2, at("run1") + " " + at("no-such-run")},
+        {"summarize", 0, at("run1") + " --what-if 2^10"},
+        {"summarize", 2, at("run1") + " --what-if 3"},
         {"gate", 0, "--baseline " + at("base.csv") + " --candidate " + at("same.csv") + " --metric top1 --margin 1"},
         {"gate", 1, "--baseline " + at("base.csv") + " --candidate " + at("low.csv") + " --metric top1 --margin 1"},
         {"gate", 2, "--baseline " + at("base.csv") + " --candidate " + at("no-such.csv") + " --metric top1 --margin 1"},

@@ -126,7 +126,7 @@ Outcome run_over_mpi(const AllreduceInputs& in, const collective::AllreduceSpec&
   return {std::move(r.values), r.counters, r.divisors, r.scale, session.size()};
 }
 
-nlohmann::json counters_json(const emu::Counters& c) {
+nlohmann::json allreduce_counters_json(const emu::Counters& c) {
   return {{"elements", c.elements},   {"zeros_in", c.zeros_in},       {"nonfinite_in", c.nonfinite_in},
           {"inexact", c.inexact},     {"underflow", c.underflow},     {"underflow_to_zero", c.underflow_to_zero},
           {"subnormal", c.subnormal}, {"overflow", c.overflow},       {"nan_created", c.nan_created},
@@ -164,9 +164,9 @@ nlohmann::json summary_json(const AllreduceOptions& o, const collective::Allredu
           {"mpi", o.mpi},
           {"processes", r.processes},
           {"counters",
-           {{"inputs", counters_json(r.counters.inputs)},
-            {"division", counters_json(r.counters.division)},
-            {"additions", counters_json(r.counters.additions)}}},
+           {{"inputs", allreduce_counters_json(r.counters.inputs)},
+            {"division", allreduce_counters_json(r.counters.division)},
+            {"additions", allreduce_counters_json(r.counters.additions)}}},
           {"error", error_json(e)},
           {"out", o.out},
           {"errors_out", o.errors_out.empty() ? nlohmann::json() : nlohmann::json(o.errors_out)}};

@@ -35,6 +35,7 @@ void add_ops_command(CLI::App& root, std::vector<Command>& commands);
 void add_replay_scalers_command(CLI::App& root, std::vector<Command>& commands);
 void add_train_command(CLI::App& root, std::vector<Command>& commands);
 void add_compare_runs_command(CLI::App& root, std::vector<Command>& commands);
+void add_summarize_command(CLI::App& root, std::vector<Command>& commands);
 void add_gate_command(CLI::App& root, std::vector<Command>& commands);
 void add_fid_command(CLI::App& root, std::vector<Command>& commands);
 void add_analyze_command(CLI::App& root, std::vector<Command>& commands);

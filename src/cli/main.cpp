@@ -33,6 +33,7 @@ std::vector<Command> add_commands(CLI::App& root) {
   add_replay_scalers_command(root, commands);
   add_train_command(root, commands);
   add_compare_runs_command(root, commands);
+  add_summarize_command(root, commands);
   add_gate_command(root, commands);
   add_fid_command(root, commands);
   add_analyze_command(root, commands);
@@ -117,6 +118,7 @@ const char* summary(const std::string& command) {
       {"replay-scalers", "replay a recorded trace under several loss-scale strategies"},
       {"train", "train a model under a precision recipe and loss scaler, recording every step"},
       {"compare-runs", "compare two run directories step by step"},
+      {"summarize", "one run directory per layer and tensor: underflow, overflow, what-if scales"},
       {"gate", "the parity gate for CI: is the candidate equivalent to the baseline?"},
       {"fid", "FID and KID between two feature matrices"},
       {"analyze", "what casting dumped tensors to a format would do: underflow, overflow, headroom"},

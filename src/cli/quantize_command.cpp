@@ -260,7 +260,7 @@ std::string quantize_footer() {
          "  floor   2^(floor(log2 amax) - emax_elem)      OCP MX v1.0; can clip the block's largest elements\n"
          "  ceil    2^(ceil(log2 amax) - emax_elem)       never clips, can waste a binade\n"
          "  even    amax's significand rounded to the element precision, then floor\n"
-         "  rceil   2^ceil(log2(amax / max_elem))         Transformer Engine and cuBLAS; never clips\n"
+         "  rceil   2^ceil(log2(amax / max_elem))         Transformer Engine, cuBLAS; clips one amax only\n"
          "Counters: saturated = finite elements beyond max * scale, stored as +-max; underflow_to_zero = finite\n"
          "non-zero elements stored as 0; subnormal = stored as a non-zero subnormal; scales_clamped = blocks whose\n"
          "scale lay outside the scale format's range; nonfinite_in = NaN or +-inf inputs; inexact = finite elements\n"

@@ -14,7 +14,7 @@ void emit(const std::string& file, const std::string& content) {
   else record::write_file_atomically(file, content);
 }
 
-std::vector<double> parse_scales(const std::string& text) {
+std::vector<double> parse_scales(const std::string& text, const std::string& option) {
   std::vector<double> out;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -32,12 +32,12 @@ std::vector<double> parse_scales(const std::string& text) {
       }
       if (used != term.size()) throw std::invalid_argument("trailing text");
     } catch (const std::exception&) {
-      throw UsageError("--scales: '" + term + "' is not a number (give e.g. 1,8,64,2^16)");
+      throw UsageError(option + ": '" + term + "' is not a number (give e.g. 1,8,64,2^16)");
     }
     try {
       analysis::check_scale(v);
     } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--scales: ") + e.what());
+      throw UsageError(option + ": " + e.what());
     }
     out.push_back(v);
     if (comma == std::string::npos) break;

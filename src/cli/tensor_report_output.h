@@ -15,8 +15,8 @@ namespace mpverify::cli {
 void emit(const std::string& file, const std::string& content);
 
 // "1,8,64" -> {1, 8, 64}; also accepts 2^k terms ("1,2^8,2^16"). UsageError
-// naming the bad term otherwise, or when a scale is not a finite positive float value.
-std::vector<double> parse_scales(const std::string& text);
+// naming the option and the bad term otherwise, or when a scale is not a finite positive float value.
+std::vector<double> parse_scales(const std::string& text, const std::string& option = "--scales");
 
 nlohmann::json failures_json(const std::vector<analysis::ReadFailure>& failures);
 // "FILE: tensor 'T', byte offset N: reason" for stderr.

@@ -11,7 +11,7 @@
 // Each element is stored as round(x / X) in the element format, saturating
 // to +-max, where X is its block's scale (times the tensor scale for NVFP4);
 // its dequantized value is code * X, rounded once to float32 (exact for E8M0
-// scales). The quotient x / X is the exact one, rounded once (for E8M0 scales
+// scales unless the product overflows float32: +-max * 2^127 is +-inf). The quotient x / X is the exact one, rounded once (for E8M0 scales
 // it is exact in double; otherwise the division's remainder decides, as
 // formats::div does). So are the scales below: each is its defining formula
 // rounded once. The upstream kernels work in fp32 and can differ where an fp32
@@ -22,10 +22,11 @@
 // E8M0 scales the arithmetic is exact and the two agree; rceil below is
 // computed in fp32 exactly as Transformer Engine does.)
 //
-// Non-finite inputs follow Transformer Engine: the amax ignores NaN (fmaxf);
-// an infinite element is stored as +-max (the SATFINITE cast); a NaN element
-// is stored as the element format's NaN (fp8-e4m3 S.1111.111, fp8-e5m2 a
-// quiet NaN with its payload), and in FP4/FP6, which have no NaN, as +max
+// Non-finite inputs: the amax ignores NaN (fmaxf, as Transformer Engine); an
+// infinite element is stored as +-max (the SATFINITE cast); a NaN element is
+// stored as the element format's NaN keeping its sign (fp8-e4m3 S.1111.111,
+// fp8-e5m2 a quiet NaN with its payload; Transformer Engine's casts write the
+// canonical 0x7F instead), and in FP4/FP6, which have no NaN, as +max
 // (formats::from_float's stand-in, raising invalid). torchao's to_mx
 // instead gives a block holding a NaN (its amax is NaN) or an infinity the
 // NaN scale 0xff.
@@ -56,8 +57,8 @@ enum class ScaleRule {
   ceil,   // 2^(ceil(log2 amax) - emax_elem)           never clips
   even,   // amax's significand rounded to the element's precision (ties up, torchao's
           // add-and-mask), then floor; can clip
-  rceil,  // 2^ceil(log2(amax / max_elem))             Transformer Engine, cuBLAS; never clips
-          // (computed as they do it: fp32 amax * fl32(1/max_elem), rounded up to a power of
+  rceil,  // 2^ceil(log2(amax / max_elem))             Transformer Engine, cuBLAS; clips for one
+          // amax per element format only (computed as they do it: fp32 amax * fl32(1/max_elem), rounded up to a power of
           // two; over every float this equals the formula but for one amax per element
           // format, the float just above max_elem * 2^-127, whose product rounds to 2^-127:
           // it gets 2^-127 and clips, where the formula gives 2^-126)
@@ -72,9 +73,10 @@ enum class ScaleFormat {
                 //   s_tensor = fl32(tensor_amax / (448 * 6)), 1 when tensor_amax is 0 or infinite
                 //   (Transformer Engine's global encode scale is 1 then);
                 //   s_block  = RNE_ue4m3((block_amax / 6) / s_tensor), saturating at 448; a block
-                //   whose quotient rounds to 0 keeps scale 0 and its non-zero elements +-max, as
-                //   Transformer Engine stores them (torchao's nvfp4_quantize clamps the scale up to
-                //   E4M3's smallest normal, 2^-6, before its cast instead)
+                //   whose quotient rounds to 0 keeps scale 0 and its non-zero elements +-max
+                //   (Transformer Engine multiplies by fminf(1/0, FLT_MAX): the same +-max above
+                //   about 1.5e-38, smaller codes below; torchao's nvfp4_quantize clamps every block
+                //   scale below E4M3's smallest normal, 2^-6, up to it before its cast)
   fp32,         // fl32(max(amax, amax_floor) / max_elem) (block-wise and per-tensor FP8); an amax
                 // that is 0 (with no floor) or infinite gives scale 1, as Transformer Engine's
                 // compute_scale_from_amax does
@@ -89,8 +91,9 @@ struct BlockScheme {
   // fp32 scales only: the amax is raised to at least this before the scale is computed.
   // fp8-tile1x128 uses DeepSeek-V3's 1e-4f (inference/kernel.py act_quant, `tl.maximum(amax,
   // 1e-4)` since commit adecc0e, Aug 2025): every block with amax < 1e-4 gets the scale
-  // 1e-4/448. fp8-block128x128 and fp8-tensor use 0 (DeepSeek-V3's weight_quant and
-  // Transformer Engine's amax_epsilon = 0).
+  // 1e-4/448. fp8-block128x128 and fp8-tensor use 0 (weight_quant of DeepSeek-V3's
+  // pull request #809, not merged, and Transformer Engine's amax_epsilon = 0; DeepGEMM
+  // floors both tile shapes at 1e-4).
   float amax_floor = 0;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // One tensor-core instruction, d = c + sum_i a_i * b_i, as the hardware computes each output element: the
-// published bit-accurate model (MMA-Sim, Xie et al., arXiv 2511.10909, microsoft/MMA-Sim
-// mmasim/simulator/functions.py nv_fused_dot_add and nv.py; Khattak & Mikaitis, arXiv 2512.07004):
+// published bit-accurate model (MMA-Sim, Xie et al., arXiv 2511.10909, microsoft/MMA-Sim at commit c785138:
+// mmasim/simulator/arithmetic.py nv_fused_dot_add and mmasim/simulator/nv_ptx.py, called functions.py and
+// nv.py in older snapshots; Khattak & Mikaitis, arXiv 2512.07004):
 //   1. every operand is a significand s and an exponent e (s in [1, 2) for normals; a subnormal keeps its
 //      format's minimum normal exponent with s < 1; a zero has s = 0 and e = -126);
 //   2. a product is the term (s_a * s_b, e_a + e_b): its exponent is not that of its value; c is one more term;

@@ -60,8 +60,9 @@ class Table {
         for (const char* b : {"e4m3", "e5m2"}) add(arch, instruction, shape, k, out, a, b, F, split);
   }
 
-  // mma.sync of Turing and Ampere (MMA-Sim isa/nv_mma.py), kept by Ada, Hopper and Blackwell; Ampere and Ada
-  // split the k = 16 (f16, bf16) and k = 8 (tf32) shapes into halves (MMA-Sim nv.py is_split_k).
+  // mma.sync of Turing and Ampere (MMA-Sim isa/nv_ptx/nv_mma.py), kept by Ada, Hopper and Blackwell; Ampere
+  // and Ada split the k = 16 (f16, bf16) and k = 8 (tf32) shapes into halves (MMA-Sim simulator/nv_ptx.py,
+  // class mma, is_split_k).
   void add_ampere_mma(const Arch& arch, bool split) {
     add_f16(arch, "mma", "m16n8k8", 8, arch.F, false);
     add_f16(arch, "mma", "m16n8k16", 16, arch.F, split);
@@ -72,7 +73,8 @@ class Table {
   }
 
   // Hopper's wgmma and Blackwell's tcgen05.mma (kind::f16, kind::tf32, kind::f8f6f4): one fused operation per
-  // instruction; FP8 keeps 13 fraction bits and an E8M13 fp32 output on Hopper only (MMA-Sim WGMMASim).
+  // instruction; FP8 keeps 13 fraction bits and an E8M13 fp32 output on Hopper only (MMA-Sim
+  // simulator/nv_ptx.py, class wgmma).
   void add_warpgroup(const Arch& arch, const std::string& instruction, int fp8_F) {
     add_f16(arch, instruction, "k16", 16, arch.F, false);
     add(arch, instruction, "k16", 16, "f32", "bf16", "bf16", arch.F, false);

@@ -3,8 +3,10 @@
 // CUTLASS names its kernels: ARCH.INSTRUCTION.SHAPE.OUTPUT.INPUTS, e.g. sm80.mma.m16n8k16.f32.bf16 (Ampere's
 // mma.sync, bf16 operands, fp32 accumulator and output) or sm90.wgmma.k32.f32.e4m3.e5m2 (Hopper's warpgroup
 // MMA, A in E4M3, B in E5M2). F per architecture, the split into halves and the FP8 exceptions follow
-// MMA-Sim (microsoft/MMA-Sim mmasim/simulator/nv.py: arch_accum_fractional_bits, is_split_k, the Ada and
-// wgmma FP8 cases; the instruction lists of mmasim/isa/nv_mma.py).
+// MMA-Sim (microsoft/MMA-Sim at commit c785138: mmasim/simulator/nv_ptx.py, classes mma, wgmma and
+// tcgen05mma with arch_accum_fractional_bits, is_split_k and the Ada and wgmma FP8 cases; the instruction
+// lists of mmasim/isa/nv_ptx/nv_mma.py, nv_wgmma.py and nv_tcgen05mma.py. Older snapshots named them
+// simulator/nv.py and isa/nv_mma.py.)
 #include <string>
 #include <string_view>
 #include <vector>

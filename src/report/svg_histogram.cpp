@@ -4,6 +4,7 @@
 #include "report/xml_escape.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace mpverify::report {
@@ -80,8 +81,16 @@ std::string mark_labels(const Layout& l, const std::vector<AxisMark>& marks, dou
   return svg;
 }
 
+// A bar's height: linear in the count, or (log_counts) in log10(count) + 1 so that one value is a tenth of a
+// decade high rather than nothing.
+double bar_height(std::uint64_t count, std::uint64_t peak, bool log_counts) {
+  if (!log_counts) return kHistogramPanelHeight * static_cast<double>(count) / static_cast<double>(peak);
+  return kHistogramPanelHeight * (std::log10(static_cast<double>(count)) + 1) /
+         (std::log10(static_cast<double>(peak)) + 1);
+}
+
 std::string panel(const Layout& l, const HistogramSeries& s, const std::vector<AxisMark>& marks, double y0,
-                  bool first) {
+                  bool first, bool log_counts) {
   const ExponentHistogram& h = s.histogram;
   const double base = y0 + kHistogramPanelHeight;
   std::uint64_t binned = 0, peak = 0;
@@ -97,13 +106,15 @@ std::string panel(const Layout& l, const HistogramSeries& s, const std::vector<A
   svg += "<line x1=\"" + svg_coordinate(left) + "\" y1=\"" + svg_coordinate(base) + "\" x2=\"" +
          svg_coordinate(l.plot_right()) + "\" y2=\"" + svg_coordinate(base) + "\" stroke=\"black\"/>\n";
   svg += "<text x=\"" + svg_coordinate(left - 6) + "\" y=\"" + svg_coordinate(y0 + 10) + "\" text-anchor=\"end\">" +
-         (binned ? svg_coordinate(100.0 * static_cast<double>(peak) / static_cast<double>(binned)) : std::string("0")) +
-         "%</text>\n";
+         (log_counts ? count_text(peak) + " (log)"
+          : (binned ? svg_coordinate(100.0 * static_cast<double>(peak) / static_cast<double>(binned)) : std::string("0")) +
+                "%") +
+         "</text>\n";
   for (int e = std::max(l.lo, ExponentHistogram::min_exponent); e <= std::min(l.hi, ExponentHistogram::max_exponent);
        ++e) {
     const std::uint64_t c = h.at(e);
     if (c == 0) continue;
-    const double bar = kHistogramPanelHeight * static_cast<double>(c) / static_cast<double>(peak);
+    const double bar = bar_height(c, peak, log_counts);
     svg += "<rect x=\"" + svg_coordinate(l.x_of(e)) + "\" y=\"" + svg_coordinate(base - bar) + "\" width=\"" +
            svg_coordinate(std::max(l.bin_w - 1, 1.0)) + "\" height=\"" + svg_coordinate(bar) +
            "\" fill=\"#4477aa\"><title>2^" + std::to_string(e) + ": " + count_text(c) + "</title></rect>\n";
@@ -129,7 +140,7 @@ double histogram_text_width(std::size_t characters) {
 }
 
 std::string svg_histogram(const std::string& title, const std::vector<HistogramSeries>& series,
-                          const std::vector<AxisMark>& marks, const std::string& x_label) {
+                          const std::vector<AxisMark>& marks, const std::string& x_label, bool log_counts) {
   const Layout l = layout_of(series, marks);
   const double top = 50, gap = 50;
   const double height = top + static_cast<double>(series.size()) * (kHistogramPanelHeight + gap) + 20;
@@ -140,7 +151,7 @@ std::string svg_histogram(const std::string& title, const std::vector<HistogramS
   svg += "<text x=\"" + svg_coordinate(kHistogramLeft) + "\" y=\"24\" font-size=\"15\">" + xml_escape(title) +
          "</text>\n";
   for (std::size_t i = 0; i < series.size(); ++i)
-    svg += panel(l, series[i], marks, top + static_cast<double>(i) * (kHistogramPanelHeight + gap), i == 0);
+    svg += panel(l, series[i], marks, top + static_cast<double>(i) * (kHistogramPanelHeight + gap), i == 0, log_counts);
   svg += "<text class=\"x-label\" x=\"" + svg_coordinate(kHistogramLeft + kHistogramPlotWidth / 2) + "\" y=\"" +
          svg_coordinate(height - 6) + "\" text-anchor=\"middle\">" + xml_escape(x_label) + "</text>\n";
   svg += "</svg>\n";

@@ -38,7 +38,11 @@ inline constexpr double kHistogramPanelHeight = 140, kHistogramFontSize = 11;
 // The estimated width of a label of that many characters (0.6 x font size each).
 double histogram_text_width(std::size_t characters);
 
+// log_counts: bar heights on a log scale of the counts (a bar of one value still shows), so a tail of a
+// few values next to millions (the values lost to underflow) stays visible; the panel's top is labelled
+// with the largest count instead of its fraction.
 std::string svg_histogram(const std::string& title, const std::vector<HistogramSeries>& series,
-                          const std::vector<AxisMark>& marks, const std::string& x_label = "log2 |value| (binade)");
+                          const std::vector<AxisMark>& marks, const std::string& x_label = "log2 |value| (binade)",
+                          bool log_counts = false);
 
 }  // namespace mpverify::report

@@ -358,6 +358,31 @@ def test_compare_runs_reads_runs_recorded_every_third_step_with_a_skipped_step(t
     assert by_step[4]["lost_update_rate_a"] is None and by_step[4]["lost_update_rate_b"] is not None
 
 
+def test_summarize_reads_a_monitor_run_and_names_its_planted_inf(tmp_path):
+    """`mpverify summarize` on a Monitor run at every=3 with an inf planted at step 4: the step counts, the
+    skipped step, the first non-finite event with its module, and per tensor the pooled underflow rate
+    recomputed here from tensors.jsonl."""
+    def plant_inf_at_step_4(model, monitor):
+        def pre(module, inputs):
+            model[2].backward_factor = float("inf") if monitor._step == 4 else 1.0
+        model.register_forward_pre_hook(pre)
+
+    train(tmp_path / "run", 1, steps=8, every=3, scaler=mt.GradScaler("torch"), hooks=plant_inf_at_step_4,
+          evaluate=False)
+    s = json.loads(cli("summarize", tmp_path / "run", "--json", "--report", tmp_path / "r" / "run.md").stdout)
+    assert s["steps"] == 8 and s["skipped_steps"] == 1
+    assert s["first_nonfinite"][0]["step"] == 4
+    steps_file = read_lines(tmp_path / "run" / "steps.jsonl")
+    assert s["first_nonfinite"][0]["layer"] == [x for x in steps_file if x["step"] == 4][0]["nonfinite"]["layer"]
+    pooled = {}
+    for t in read_lines(tmp_path / "run" / "tensors.jsonl"):
+        k = pooled.setdefault((t["layer"], t["tensor"], t["role"]), [0, 0])
+        k[0] += round(t["underflow_to_zero_rate"] * t["nonzero_finite"])
+        k[1] += t["nonzero_finite"]
+    assert {(k["layer"], k["tensor"], k["role"]): [k["underflow"], k["nonzero"]] for k in s["kinds"]} == pooled
+    assert (tmp_path / "r" / "run.html").exists() and (tmp_path / "r" / "run-underflow.svg").exists()
+
+
 def test_evaluation_without_accuracy_is_not_divergence_and_gates_by_name(tmp_path):
     """A language model's evaluation has a loss and a perplexity, no accuracy: the run is not diverged, and
     the gate reads its figures by name from the run directories."""
