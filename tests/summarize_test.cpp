@@ -94,6 +94,30 @@ TEST(RunSummary, PooledRatesLostUpdatesAndEventsByHand) {
   EXPECT_FALSE(s.kinds[1].min_headroom_log2.has_value());  // null: nothing could overflow
 }
 
+// The Monitor's "after" (a value given to a module, or a loss made non-finite outside the modules) is kept,
+// and said: a module's name, null for "before any module", absent where the run did not record it.
+TEST(RunSummary, WhereAValueWasMadeOutsideTheModulesIsKept) {
+  RunSummaryInput in;
+  in.name = "after";
+  in.steps = {line(R"({"step": 0, "nonfinite": {"layer": "fc2", "tensor": "x", "pass": "forward", "count": 7,
+                                                "after": "fc1"}})"),
+              line(R"({"step": 1, "nonfinite": {"layer": "fc1", "tensor": "x", "pass": "forward", "count": 2,
+                                                "after": null}})"),
+              line(R"({"step": 2, "nonfinite": {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}})")};
+  const RunSummary s = summarize_run(in);
+  ASSERT_EQ(s.first_nonfinite.size(), 3u);
+  EXPECT_EQ(s.first_nonfinite[0].after, std::optional<std::string>("fc1"));
+  EXPECT_EQ(s.first_nonfinite[1].after, std::optional<std::string>(""));
+  EXPECT_FALSE(s.first_nonfinite[2].after.has_value());
+  EXPECT_EQ(made_after_text(s.first_nonfinite[0]), "made after fc1");
+  EXPECT_EQ(made_after_text(s.first_nonfinite[1]), "made before any module");
+  EXPECT_EQ(made_after_text(s.first_nonfinite[2]), "");
+  const auto events = run_summary_json(s)["first_nonfinite"];
+  EXPECT_EQ(events[0]["after"], "fc1");
+  EXPECT_TRUE(events[1]["after"].is_null());
+  EXPECT_FALSE(events[2].contains("after"));
+}
+
 TEST(RunSummary, WhatIfBoundsShiftTheBinades) {
   const RunSummary s = summarize_run(hand_made_run(), {{16, 17, 10}, 5});
   ASSERT_EQ(s.what_if_note, "");

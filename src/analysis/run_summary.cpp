@@ -115,8 +115,10 @@ StepScales read_steps(const RunSummaryInput& in, const RunSummaryOptions& option
       if (s.first_nonfinite.size() < options.max_events) {
         const Where e{in.name, "steps.jsonl", i};
         NonfiniteEvent event{step, text_field(*nf, "layer", e), text_field(*nf, "tensor", e),
-                             nf->contains("pass") ? text_field(*nf, "pass", e) : std::string(), std::nullopt};
+                             nf->contains("pass") ? text_field(*nf, "pass", e) : std::string(), std::nullopt,
+                             std::nullopt};
         if (nf->contains("count") && (*nf)["count"].is_number_unsigned()) event.count = (*nf)["count"].get<std::uint64_t>();
+        if (nf->contains("after")) event.after = (*nf)["after"].is_null() ? std::string() : text_field(*nf, "after", e);
         s.first_nonfinite.push_back(event);
       }
     }
@@ -288,9 +290,12 @@ nlohmann::ordered_json run_summary_json(const RunSummary& s) {
                      {"worst_step", k.worst_step ? oj(*k.worst_step) : oj(nullptr)}, {"what_if", what_if}});
   }
   oj events = oj::array();
-  for (const NonfiniteEvent& e : s.first_nonfinite)
-    events.push_back({{"step", e.step}, {"layer", e.layer}, {"tensor", e.tensor}, {"pass", e.pass},
-                      {"count", e.count ? oj(*e.count) : oj(nullptr)}});
+  for (const NonfiniteEvent& e : s.first_nonfinite) {
+    oj event{{"step", e.step}, {"layer", e.layer}, {"tensor", e.tensor}, {"pass", e.pass},
+             {"count", e.count ? oj(*e.count) : oj(nullptr)}};
+    if (e.after) event["after"] = e.after->empty() ? oj(nullptr) : oj(*e.after);  // null: before any module
+    events.push_back(std::move(event));
+  }
   return {{"run", s.name},
           {"steps", s.steps},
           {"recorded_steps", s.recorded_steps},
@@ -305,6 +310,11 @@ nlohmann::ordered_json run_summary_json(const RunSummary& s) {
           {"what_if_log2", s.what_if_log2},
           {"what_if_note", s.what_if_note.empty() ? oj(nullptr) : oj(s.what_if_note)},
           {"kinds", kinds}};
+}
+
+std::string made_after_text(const NonfiniteEvent& e) {
+  if (!e.after) return {};
+  return e.after->empty() ? "made before any module" : "made after " + *e.after;
 }
 
 }  // namespace mpverify::analysis

@@ -103,7 +103,13 @@ struct NonfiniteEvent {
   std::int64_t step = 0;
   std::string layer, tensor, pass;
   std::optional<std::uint64_t> count;
+  // The Monitor's "after": a value given to `layer` (tensor "x") or a loss made non-finite outside the
+  // modules was made after this module ran; "" where it ran before any module. Absent where not recorded.
+  std::optional<std::string> after;
 };
+
+// "made after NAME" / "made before any module" for an event that has "after", else "".
+std::string made_after_text(const NonfiniteEvent& e);
 
 struct RunSummary {
   std::string name;

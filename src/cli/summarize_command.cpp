@@ -122,7 +122,8 @@ void write_run_lines(std::ostream& os, const analysis::RunSummary& s) {
     const analysis::NonfiniteEvent& e = s.first_nonfinite[i];
     os << (i == 0 ? "non-finite values at " + std::to_string(s.nonfinite_steps) + " step(s), first at " : "  then at ")
        << "step " << e.step << ": " << e.layer << " " << e.tensor << " (" << e.pass
-       << (e.count ? ", " + std::to_string(*e.count) + " values" : std::string()) << ")\n";
+       << (e.count ? ", " + std::to_string(*e.count) + " values" : std::string())
+       << (e.after ? ", " + analysis::made_after_text(e) : std::string()) << ")\n";
   }
 }
 

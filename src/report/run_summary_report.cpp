@@ -50,7 +50,8 @@ std::string run_bullets(const RunSummary& s) {
     md += (i == 0 ? "- Non-finite values at " + std::to_string(s.nonfinite_steps) + " step(s); the first: "
                   : "  then: ") +
           "step " + std::to_string(e.step) + ", `" + e.layer + "` " + e.tensor + " (" + e.pass +
-          (e.count ? ", " + std::to_string(*e.count) + " values" : std::string()) + ")" +
+          (e.count ? ", " + std::to_string(*e.count) + " values" : std::string()) +
+          (e.after ? ", " + analysis::made_after_text(e) : std::string()) + ")" +
           (i + 1 == s.first_nonfinite.size() ? ".\n" : ";\n");
   }
   return md;

@@ -30,6 +30,10 @@ sigma2), never from mpverify. Checks:
 Usage: fid_statistics_test.py MPVERIFY_BIN WORK_DIR. Exit 77 (skipped) without
 numpy/scipy, 1 on any mismatch.
 """
+if __name__ != "__main__":  # a script run by ctest (usage above) that deletes its work folder, not a pytest module
+    import pytest
+    pytest.skip("a script: run it as ctest does, python3 FILE ARGUMENTS", allow_module_level=True)
+
 import json
 import os
 import shutil

@@ -240,7 +240,11 @@ def test_provenance_names_the_module_in_forward_and_backward(tmp_path):
 
     train(tmp_path / "fwd", 1, steps=4, hooks=forward_inf, scaler=mt.GradScaler("torch"))
     steps = read_lines(tmp_path / "fwd" / "steps.jsonl")
-    assert steps[2]["nonfinite"]["layer"] == "3" and steps[2]["nonfinite"]["pass"] == "forward"
+    # Given the value: "3"'s input, made after the Spike "2" (the module checked before it; ReLU "1" is not).
+    # The pre-hook multiplied a batch of 16 x 4 x 6 x 6 non-negative values by inf: the zeros became NaN,
+    # the others inf, every one of them non-finite.
+    assert steps[2]["nonfinite"] == {"layer": "3", "tensor": "x", "pass": "forward", "count": 16 * 4 * 6 * 6,
+                                     "after": "2"}
     assert steps[2]["skipped"] and steps[2]["found_inf"]
     assert steps[1]["nonfinite"] is None and not steps[1]["skipped"]
     assert steps[3]["scale"] == steps[2]["scale"] / 2  # torch's backoff after the skipped step
@@ -283,8 +287,9 @@ def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path):
 
     train(tmp_path / "fwd", 1, steps=5, every=2, hooks=between, scaler=mt.GradScaler("torch"))
     steps = read_lines(tmp_path / "fwd" / "steps.jsonl")
-    for k in (2, 3):
-        assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("6", "forward"), steps[k]
+    for k in (2, 3):  # given to "6" as its input, made after Conv "3" (the passive modules are never "after")
+        first = steps[k]["nonfinite"]
+        assert (first["layer"], first["tensor"], first["pass"], first["after"]) == ("6", "x", "forward", "3"), first
     assert steps[1]["nonfinite"] is None and steps[4]["nonfinite"] is None
 
     # Backward on an unrecorded step: the Spike's dx is inf; ReLU "1"'s output gradient is not hooked
@@ -299,6 +304,77 @@ def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path):
     steps = read_lines(tmp_path / "bwd" / "steps.jsonl")
     for k in (2, 3):
         assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("2", "backward"), steps[k]
+
+
+def test_provenance_names_a_value_made_by_a_hook_registered_after_the_monitors(tmp_path):
+    # Hooks run in the order registered. A forward hook of the user's on Conv "3" registered after the
+    # Monitor's makes its output infinite after the Monitor checked it: the value reaches Linear "6" (through
+    # ReLU "4" and Flatten "5", not checked) as its input. It used to be named as "6"'s own output, as if the
+    # Linear had overflowed; it is "6"'s input "x", made after "3".
+    given = {}
+
+    def late_hook(model, monitor):
+        def hook(module, inputs, output):
+            if monitor._step == 2:
+                return output * float("inf")
+        model[3].register_forward_hook(hook)
+
+        def seen(module, inputs):  # what "6" was given, counted by torch
+            if monitor._step == 2:
+                given["count"] = int((~torch.isfinite(inputs[0])).sum())
+        model[6].register_forward_pre_hook(seen)
+
+    train(tmp_path / "late", 1, steps=4, hooks=late_hook, scaler=mt.GradScaler("torch"))
+    steps = read_lines(tmp_path / "late" / "steps.jsonl")
+    first = steps[2]["nonfinite"]
+    assert (first["layer"], first["tensor"], first["pass"], first["after"]) == ("6", "x", "forward", "3"), first
+    assert first["count"] == given["count"] > 0
+    assert [s["nonfinite"] is None for s in steps] == [True, True, False, True]
+
+    # Registered before the Monitor, the same hook's value is the Conv's own output when the Monitor sees it.
+    torch.manual_seed(1)
+    model = small_cnn()
+    step = {"k": 0}
+    model[3].register_forward_hook(lambda m, i, o: o * float("inf") if step["k"] == 2 else None)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    monitor = mt.Monitor(model, opt, scaler=None, out=tmp_path / "early", verbose=False)
+    for step["k"], (x, y) in enumerate(batches(1, 4)):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        monitor.step(loss)
+    monitor.close()
+    first = read_lines(tmp_path / "early" / "steps.jsonl")[2]["nonfinite"]
+    assert (first["layer"], first["tensor"], first["pass"]) == ("3", "y", "forward") and "after" not in first
+
+
+@pytest.mark.parametrize("provenance", ["every_step", "recorded_steps"])
+def test_provenance_names_a_loss_made_non_finite_after_the_last_module(tmp_path, provenance):
+    # The loss turns infinite in a function after the last module ("6"), on step 1: forward had it before any
+    # gradient backward made from it. It used to be named {"layer": "loss", "tensor": "dloss", "pass":
+    # "backward"}, from the first non-finite gradient. Without module hooks (recorded_steps, step 1 not
+    # recorded at every=2) nothing says which module ran last, so "after" is left out.
+    torch.manual_seed(1)
+    model = small_cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = mt.GradScaler("torch")
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=tmp_path / "run", every=2, verbose=False,
+                         provenance=provenance)
+    for step, (x, y) in enumerate(batches(1, 3)):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y) * (float("inf") if step == 1 else 1.0)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        monitor.step(loss)
+    monitor.close()
+    steps = read_lines(tmp_path / "run" / "steps.jsonl")
+    expected = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
+    if provenance == "every_step":
+        expected["after"] = "6"
+    assert steps[1]["nonfinite"] == expected
+    assert steps[1]["skipped"] and steps[0]["nonfinite"] is None and steps[2]["nonfinite"] is None
 
 
 def test_provenance_places_parameter_gradients_after_their_modules_backward(tmp_path):
@@ -719,6 +795,14 @@ def test_monitor_files_are_the_same_bytes_as_before(tmp_path):
             # test_autocast_rates_are_split_by_the_format_each_tensor_is_measured_against.
             if name == "steps.jsonl":
                 data = re.sub(rb'"by_format":\{(?:[^{}]|\{[^{}]*\})*\},', b"", data)
+            # Since the digests, a value a module was given (the pre-hook's inf, on "3"'s input) is named as that
+            # input, made after the Spike "2", counted as given (16 x 4 x 6 x 6 non-negative values times inf),
+            # where it was "3"'s output; the rest of the file is unchanged. The new record is held by
+            # test_provenance_names_the_module_in_forward_and_backward.
+            if (run, name) == ("inf", "steps.jsonl"):
+                given = b'"nonfinite":{"layer":"3","tensor":"x","pass":"forward","count":2304,"after":"2"}'
+                assert data.count(given) == 1
+                data = data.replace(given, b'"nonfinite":{"layer":"3","tensor":"y","pass":"forward","count":1536}')
             assert hashlib.sha256(data).hexdigest() == digest, f"{run}/{name}"
 
 

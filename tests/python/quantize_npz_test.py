@@ -7,6 +7,10 @@ fraction bits, subnormals down to 2^-9), which under this rule never exceeds 448
 Usage: quantize_npz_test.py MPVERIFY_BIN WORK_DIR. Exit 77 (skipped) when numpy
 cannot be imported, 1 on any mismatch.
 """
+if __name__ != "__main__":  # a script run by ctest (usage above) that deletes its work folder, not a pytest module
+    import pytest
+    pytest.skip("a script: run it as ctest does, python3 FILE ARGUMENTS", allow_module_level=True)
+
 import json
 import os
 import shutil

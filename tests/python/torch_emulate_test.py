@@ -16,6 +16,10 @@
 Usage: torch_emulate_test.py BUILD_PYTHON_DIR (the build tree's python/ folder, which holds the mpverify
 package). Exit 77 (skipped) when torch or numpy cannot be imported, 1 on any failed check, 2 for bad usage.
 """
+if __name__ != "__main__":  # a script run by ctest (usage above) that deletes its work folder, not a pytest module
+    import pytest
+    pytest.skip("a script: run it as ctest does, python3 FILE ARGUMENTS", allow_module_level=True)
+
 import math
 import sys
 from fractions import Fraction

@@ -84,9 +84,13 @@ class Monitor:
     def step(self, loss):
         """Ends the step: logs it (loss: the unscaled loss, a tensor or a float) and starts the next."""
         value = loss.item() if isinstance(loss, torch.Tensor) else float(loss)  # exact for every float dtype
-        if not _finite(value) and (self._provenance.first is None or not self._hook_handles["checks"]):
-            # Without module hooks the loss comes before any gradient this step checked.
+        first = self._provenance.first
+        if not _finite(value) and (first is None or first["pass"] == "backward" or not self._hook_handles["checks"]):
+            # The loss was non-finite in forward, before every gradient backward made from it (a function
+            # after the last module made it): it comes first. Without module hooks nothing else was checked.
             self._provenance.first = {"layer": "loss", "tensor": "loss", "pass": "forward", "count": 1}
+            if self._hook_handles["checks"]:
+                self._provenance.first["after"] = self._last_forward
         self._check_param_grads()  # when neither the optimizer's step nor the scaler's update ran
         line = self._step_line(value)
         if self._recording:
@@ -164,6 +168,8 @@ class Monitor:
         self._backward_calls = 0  # output-gradient hooks fired so far this step
         self._backward_index = {}  # module name -> the order of its output-gradient hook's last firing
         self._first_backward_index = None  # that order for the hook that found this step's first non-finite value
+        self._last_forward = None  # the checked module whose forward hook ran last in the current forward pass
+        self._in_backward = False  # backward ran since that forward pass (a next forward starts afresh)
         self._params_checked = False
         self._grads_recorded = False
         self._lost = {}
@@ -311,8 +317,11 @@ class Monitor:
         def hook(module, inputs, output):
             if not isinstance(output, torch.Tensor):
                 return
-            if not passive:
-                self._provenance.check(name, "y", "forward", output)
+            if self._in_backward:  # the next forward pass of gradient accumulation
+                self._in_backward, self._last_forward = False, None
+            if not passive:  # a passive module's output is not checked, so "after" never names one
+                self._provenance.check_forward(name, output, inputs, self._last_forward)
+                self._last_forward = name
             if self._recording and not _is_view_of_input(output, inputs):
                 self._record(name, "y", "activation", "forward", output)
             if output.requires_grad and (self._recording or not passive):
@@ -324,6 +333,7 @@ class Monitor:
         def hook(grad):
             index = self._backward_calls
             self._backward_calls += 1
+            self._in_backward = True
             self._backward_index[name] = index  # the last: a module called twice has its weights' gradients after both
             if self._provenance.first is None and has_nonfinite(grad):
                 # Non-finite where this module's backward starts: the loss produced it when no module went

@@ -2,8 +2,12 @@
 
 Hooks fire in execution order, so the first module whose output (forward), or
 whose input or parameter gradient (backward), holds inf or NaN is where the
-value appeared: its inputs were finite, or an earlier hook would have fired.
-A gradient already non-finite where backward starts came from the loss.
+value appeared, unless that module was given it: then it was made outside the
+checked modules' outputs (a functional op, a forward pre-hook, or a forward
+hook registered after the Monitor's), and is named as the module's input "x",
+after the module checked before it. A gradient already non-finite where
+backward starts came from the loss; a loss already non-finite in forward came
+first of all.
 
 Modules that cannot make a non-finite value out of finite ones, forward or backward (passes_finite), are
 not checked: where their output or its gradient is non-finite, so was what they were given, and the
@@ -79,3 +83,19 @@ class Provenance:
             count = count_nonfinite(t)
             if count:
                 self.first = {"layer": layer, "tensor": tensor, "pass": pass_, "count": count}
+
+    def check_forward(self, layer, output, inputs, after):
+        """A module's output in forward. Non-finite with a non-finite input: the module was given the value,
+        made after `after` (the module checked before it; None: before any module of this forward pass ran).
+        The inputs are counted only then, so a finite step pays nothing for it. A module given -inf on
+        purpose (a mask passed positionally) is named as given it, which is what happened."""
+        if self.first is not None:
+            return
+        count = count_nonfinite(output)
+        if not count:
+            return
+        given = sum(count_nonfinite(i) for i in inputs if isinstance(i, torch.Tensor) and i.is_floating_point())
+        if given:
+            self.first = {"layer": layer, "tensor": "x", "pass": "forward", "count": given, "after": after}
+        else:
+            self.first = {"layer": layer, "tensor": "y", "pass": "forward", "count": count}
