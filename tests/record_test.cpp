@@ -80,6 +80,39 @@ TEST(RecordTensorStats, Fp16AtScale8) {
   EXPECT_EQ(s.histogram.total(), crafted.size());
 }
 
+// Counts made elsewhere (the Python package's torch path) are finished as tensor_stats finishes its own:
+// the hand-worked values above at scale 8 (5 of 7 subnormal, 1 overflow, headroom -3), and counts that
+// cannot be one tensor's are refused.
+TEST(RecordTensorStats, CountsMadeElsewhereAreFinishedAlike) {
+  record::TensorStats counted;
+  counted.counters.elements = 10;
+  counted.counters.zeros_in = 3;
+  counted.counters.subnormal = 5;
+  counted.counters.overflow = 1;
+  counted.max_abs = 65504.0;
+  counted.norm = 1.0;
+  const auto s = record::finish_tensor_stats(counted, fp16, 8.0);
+  EXPECT_EQ(s.count, 10u);
+  EXPECT_EQ(s.nonzero_finite, 7u);
+  EXPECT_DOUBLE_EQ(s.subnormal_rate, 5.0 / 7.0);
+  EXPECT_DOUBLE_EQ(s.overflow_rate, 1.0 / 7.0);
+  EXPECT_EQ(s.underflow_to_zero_rate, 0.0);
+  EXPECT_EQ(s.headroom_log2, -3.0);
+  EXPECT_EQ(s.thresholds.max_finite, 65504.0);
+  EXPECT_EQ(s.norm, 1.0);  // kept as given
+  auto bad = counted;
+  bad.counters.subnormal = 7;  // 7 + 1 overflowing of 7 is fine; 7 subnormal with 1 underflowing is not
+  bad.counters.underflow_to_zero = 1;
+  EXPECT_THROW(record::finish_tensor_stats(bad, fp16, 8.0), std::invalid_argument);
+  bad = counted;
+  bad.counters.zeros_in = 11;
+  EXPECT_THROW(record::finish_tensor_stats(bad, fp16, 8.0), std::invalid_argument);
+  bad = counted;
+  bad.max_abs = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(record::finish_tensor_stats(bad, fp16, 8.0), std::invalid_argument);
+  EXPECT_THROW(record::finish_tensor_stats(counted, fp16, 3.1), std::invalid_argument);  // not a float
+}
+
 TEST(RecordTensorStats, Fp16AtScale1024) {
   // x * 2^10: 2^-15, 2^-16, 3*2^-16 (= 1.5 * 2^-15), -2^-15: subnormals (below
   // 2^-14); 2^-10 and 1024 normal; 65504 * 1024: overflow.

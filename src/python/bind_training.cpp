@@ -17,6 +17,8 @@
 #include "bindings.h"
 #include "py_json.h"
 #include "record/run_log.h"
+#include "record/tensor_stats.h"
+#include "record/tensor_stats_fused.h"
 #include "tensor_input.h"
 #include "training/loss_scaler.h"
 #include "training/scaler_state.h"
@@ -134,6 +136,39 @@ std::optional<Counts> record_torch(training::StepRecorder& r, const std::string&
   return record_values(r, layer, tensor, role, pass, *values, formats::fp32(), scale);
 }
 
+// A count from a dict of counts (record_counted): a non-negative integer, by name.
+std::uint64_t count_of(const py::dict& d, const char* key) {
+  if (!d.contains(key)) throw std::invalid_argument(std::string("record_counted: no count '") + key + "'");
+  const auto n = d[key].cast<long long>();
+  if (n < 0) throw std::invalid_argument(std::string("record_counted: '") + key + "' is negative");
+  return static_cast<std::uint64_t>(n);
+}
+
+// record_counted's statistics: the counts the torch path made, finished as tensor_stats finishes its own.
+record::TensorStats counted_stats(const py::dict& d, const formats::Format& target, double scale) {
+  record::TensorStats s;
+  s.counters.elements = count_of(d, "elements");
+  s.counters.zeros_in = count_of(d, "zeros_in");
+  s.counters.nonfinite_in = count_of(d, "nonfinite_in");
+  s.counters.underflow_to_zero = count_of(d, "underflow_to_zero");
+  s.counters.subnormal = count_of(d, "subnormal");
+  s.counters.overflow = count_of(d, "overflow");
+  s.max_abs = d["max_abs"].cast<double>();
+  s.norm = d["norm"].cast<double>();
+  const auto bins = d["bins"].cast<std::vector<long long>>();
+  if (bins.size() != emu::ExponentHistogram::exponent_bins)
+    throw std::invalid_argument("record_counted: 'bins' has " + std::to_string(bins.size()) + " counts, not " +
+                                std::to_string(emu::ExponentHistogram::exponent_bins) + " (exponents -149 to 127)");
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    if (bins[i] < 0) throw std::invalid_argument("record_counted: a negative bin");
+    s.histogram.bins[i] = static_cast<std::uint64_t>(bins[i]);
+  }
+  s.histogram.zeros = s.counters.zeros_in;
+  s.histogram.nans = count_of(d, "nans");
+  s.histogram.infinities = s.counters.nonfinite_in - std::min(s.histogram.nans, s.counters.nonfinite_in);
+  return record::finish_tensor_stats(s, target, scale);
+}
+
 // record_many's item: record()'s 8 arguments, or (layer, tensor, role, pass, a dense float32 CPU torch
 // tensor, scale).
 Counts record_item(training::StepRecorder& r, const py::tuple& t) {
@@ -206,6 +241,24 @@ void bind_recorder(py::module_& m) {
           "record() for each (layer, tensor, role, pass, x, bits, format, scale), or record_torch() for each "
           "(layer, tensor, role, pass, float32 tensor, scale), in one call; returns the list of "
           "(nonzero_finite, underflow_to_zero)")
+      .def(
+          "record_counted",
+          [](training::StepRecorder& r, const std::string& layer, const std::string& tensor, const std::string& role,
+             const std::string& pass, const std::string& format, double scale, const py::dict& counts) {
+            const formats::Format stored = formats::parse_format(format);
+            const record::TensorStats s = counted_stats(counts, r.target_format(stored), scale);
+            const training::RateCounts c = r.record_stats(layer, tensor, parse_role(role), parse_pass(pass), s,
+                                                          stored, scale);
+            return Counts{c.nonzero, c.underflow_to_zero};
+          },
+          exact_fp(), py::arg("layer"), py::arg("tensor"), py::arg("role"), py::arg("pass_"), py::arg("format"),
+          py::arg("scale"), py::arg("counts"),
+          "record() for a tensor counted elsewhere (the torch path on its own device): counts holds elements, "
+          "zeros_in, nonfinite_in, nans, underflow_to_zero, subnormal, overflow, max_abs, norm and bins (277 "
+          "counts, exponents -149 to 127), against the target of `format` (the study format for fp32)")
+      .def("target_format", [](const training::StepRecorder& r, const std::string& format) {
+            return r.target_format(formats::parse_format(format)).name;
+          }, py::arg("format"), "The format a tensor stored in `format` is measured against")
       .def("gradients", [](const training::StepRecorder& r) { return rate_counts(r.gradients()); })
       .def("activations", [](const training::StepRecorder& r) { return rate_counts(r.activations()); })
       .def(
@@ -216,6 +269,32 @@ void bind_recorder(py::module_& m) {
       .def("take_histogram_lines_text", &training::StepRecorder::take_histogram_lines,
            "The step's histograms.jsonl lines, moved out, as JSON text")
       .def("thresholds", [](const training::StepRecorder& r) { return to_python(r.thresholds()); });
+}
+
+void bind_rounding_thresholds(py::module_& m) {
+  m.def(
+      "_rounding_thresholds",
+      [](const std::string& format) -> py::object {
+        const record::detail::RoundingClassifier& c = record::detail::rounding_classifier(formats::parse_format(format));
+        if (!c.usable) return py::none();
+        py::dict d;
+        d["zero_max"] = c.zero_max;
+        d["normal_min"] = c.normal_min;
+        d["overflow_min"] = c.overflow_min;
+        for (const auto& [name, counts] : {std::pair{"infinity", &c.infinity}, std::pair{"nan", &c.nan}}) {
+          py::dict one;  // what one infinity (one NaN) counts: a saturating format's overflow, say
+          one["underflow_to_zero"] = counts->underflow_to_zero;
+          one["subnormal"] = counts->subnormal;
+          one["overflow"] = counts->overflow;
+          d[name] = one;
+        }
+        return d;
+      },
+      py::arg("format"),
+      "The rounding thresholds of `format` on |x|'s float32 bit pattern at scale 1, found from the emulator's "
+      "definition and checked against it (record/tensor_stats_fused.h): x rounds to +-0 for 1 <= u <= "
+      "zero_max, to a non-zero subnormal below normal_min, raises overflow from overflow_min (0x7f800000: "
+      "never); `infinity` and `nan`: what one of them counts; None for a format the classifier cannot describe");
 }
 
 void bind_run_files(py::module_& m) {
@@ -231,6 +310,7 @@ void bind_run_files(py::module_& m) {
 void bind_training(py::module_& m) {
   bind_scaler(m);
   bind_recorder(m);
+  bind_rounding_thresholds(m);
   bind_run_files(m);
 }
 

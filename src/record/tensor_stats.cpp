@@ -126,14 +126,51 @@ float separate_passes(std::span<const float> x, const formats::Format& target, d
   return max_abs;
 }
 
-}  // namespace
 
-TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale, StatsPath path) {
+void check_stats_scale(double scale) {
   if (!(std::isfinite(scale) && scale > 0 && static_cast<double>(static_cast<float>(scale)) == scale))
     throw std::invalid_argument("tensor_stats: scale " + std::to_string(scale) +
                                 " is not a finite positive float value");
-  TensorStats s;
+}
+
+// What tensor_stats derives from the counters and the largest |x|.
+void derive_tensor_stats(TensorStats& s, const formats::Format& target, double scale) {
+  const emu::Counters& c = s.counters;
   s.thresholds = emu::format_thresholds(target);
+  s.count = c.elements;
+  s.zeros_in = c.zeros_in;
+  s.nonfinite_in = c.nonfinite_in;
+  s.nonzero_finite = c.elements - c.zeros_in - c.nonfinite_in;
+  s.underflow_to_zero_rate = rate(c.underflow_to_zero, s.nonzero_finite);
+  s.subnormal_rate = rate(c.subnormal, s.nonzero_finite);
+  s.overflow_rate = rate(c.overflow, s.nonzero_finite);
+  s.headroom_log2 = s.max_abs == 0 ? std::numeric_limits<double>::infinity()
+                                   : headroom_log2(target.max_finite(), s.max_abs * scale);
+}
+
+}  // namespace
+
+TensorStats finish_tensor_stats(TensorStats counted, const formats::Format& target, double scale) {
+  check_stats_scale(scale);
+  const emu::Counters& c = counted.counters;
+  if (c.zeros_in > c.elements || c.nonfinite_in > c.elements - c.zeros_in)
+    throw std::invalid_argument("finish_tensor_stats: " + std::to_string(c.zeros_in) + " zeros and " +
+                                std::to_string(c.nonfinite_in) + " non-finite values in " +
+                                std::to_string(c.elements) + " elements");
+  const std::uint64_t nonzero = c.elements - c.zeros_in - c.nonfinite_in;
+  if (c.underflow_to_zero > nonzero || c.subnormal > nonzero - c.underflow_to_zero || c.overflow > nonzero)
+    throw std::invalid_argument("finish_tensor_stats: more values underflowing, subnormal or overflowing than the " +
+                                std::to_string(nonzero) + " non-zero finite ones");
+  if (!(counted.max_abs >= 0 && std::isfinite(counted.max_abs)))
+    throw std::invalid_argument("finish_tensor_stats: max_abs " + std::to_string(counted.max_abs) +
+                                " is not a finite |x|");
+  derive_tensor_stats(counted, target, scale);
+  return counted;
+}
+
+TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale, StatsPath path) {
+  check_stats_scale(scale);
+  TensorStats s;
 
   float max_abs = 0;
   const detail::RoundingClassifier* fused =
@@ -154,17 +191,8 @@ TensorStats tensor_stats(std::span<const float> x, const formats::Format& target
     max_abs = separate_passes(x, target, scale, path, s);
   }
 
-  const emu::Counters& c = s.counters;
-  s.count = c.elements;
-  s.zeros_in = c.zeros_in;
-  s.nonfinite_in = c.nonfinite_in;
-  s.nonzero_finite = c.elements - c.zeros_in - c.nonfinite_in;
-  s.underflow_to_zero_rate = rate(c.underflow_to_zero, s.nonzero_finite);
-  s.subnormal_rate = rate(c.subnormal, s.nonzero_finite);
-  s.overflow_rate = rate(c.overflow, s.nonzero_finite);
   s.max_abs = max_abs;
-  s.headroom_log2 = max_abs == 0 ? std::numeric_limits<double>::infinity()
-                                 : headroom_log2(target.max_finite(), static_cast<double>(max_abs) * scale);
+  derive_tensor_stats(s, target, scale);
   return s;
 }
 

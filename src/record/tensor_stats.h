@@ -67,4 +67,12 @@ struct TensorStats {
 TensorStats tensor_stats(std::span<const float> x, const formats::Format& target, double scale = 1.0,
                          StatsPath path = StatsPath::automatic);
 
+// The statistics of a tensor counted elsewhere (the Python package's torch path, on the tensor's own device):
+// `counted` holds counters.elements, .zeros_in, .nonfinite_in, .underflow_to_zero, .subnormal, .overflow,
+// the histogram, max_abs and norm; the rest (count, nonzero_finite, the rates, the headroom, the thresholds)
+// is derived as tensor_stats derives it. Throws std::invalid_argument on counts that cannot be one tensor's
+// (zeros and non-finite values beyond the elements, a rate's numerator beyond the non-zero finite values)
+// and on a scale tensor_stats refuses.
+TensorStats finish_tensor_stats(TensorStats counted, const formats::Format& target, double scale);
+
 }  // namespace mpverify::record

@@ -134,10 +134,19 @@ void StepRecorder::on_block_quantized(std::string_view layer, std::string_view o
                           {"zero_scales", stats.zero_scales}});
 }
 
+const formats::Format& StepRecorder::target_format(const formats::Format& format) const {
+  return format == nn::Precision::fp32() ? study_ : format;
+}
+
 RateCounts StepRecorder::record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
                           std::span<const float> values, const formats::Format& format, double scale) {
-  const formats::Format& target = format == nn::Precision::fp32() ? study_ : format;
-  const record::TensorStats s = record::tensor_stats(values, target, scale);
+  return record_stats(layer, tensor, role, pass, record::tensor_stats(values, target_format(format), scale), format,
+                      scale);
+}
+
+RateCounts StepRecorder::record_stats(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+                                      const record::TensorStats& s, const formats::Format& format, double scale) {
+  const formats::Format& target = target_format(format);
   RateCounts counts;
   counts.nonzero = s.nonzero_finite;
   counts.underflow_to_zero = s.counters.underflow_to_zero;

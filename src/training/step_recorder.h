@@ -29,6 +29,7 @@
 #include "emu/block_stats.h"
 #include "formats/format.h"
 #include "nn/context.h"
+#include "record/tensor_stats.h"
 
 namespace mpverify::training {
 
@@ -73,6 +74,12 @@ class StepRecorder final : public nn::StoreObserver {
   // Returns the tensor's own counts (what it added to gradients() or activations()).
   RateCounts record(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
               std::span<const float> values, const formats::Format& format, double scale = 1.0);
+  // The same for statistics counted elsewhere (record::finish_tensor_stats; the Python package counts a
+  // tensor on its own device): `stats` measured against target_format(format).
+  RateCounts record_stats(std::string_view layer, std::string_view tensor, nn::Role role, nn::Pass pass,
+                          const record::TensorStats& stats, const formats::Format& format, double scale = 1.0);
+  // What a tensor stored in `format` is measured against: the study format for fp32, else its own.
+  const formats::Format& target_format(const formats::Format& format) const;
 
   // Sums over the step's tensors: gradients (activation and weight) and activations.
   const RateCounts& gradients() const { return gradients_; }

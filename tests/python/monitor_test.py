@@ -746,11 +746,12 @@ def golden_machine():
     return machines[0] if machines else None
 
 
-def golden_run(out, seed, every, scaler=None, autocast=False, loss_factor=1.0, inf_step=None):
+def golden_run(out, seed, every, scaler=None, autocast=False, loss_factor=1.0, inf_step=None, statistics="auto"):
     torch.manual_seed(seed)
     model = small_cnn()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="g", verbose=False)
+    monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="g", verbose=False,
+                         statistics=statistics)
     if inf_step is not None:
         def hook(module, inputs):
             if monitor._step == inf_step:
@@ -769,6 +770,36 @@ def golden_run(out, seed, every, scaler=None, autocast=False, loss_factor=1.0, i
             opt.step()
         monitor.step(loss)
     monitor.close()
+
+
+def test_statistics_counted_with_torch_equal_the_recorders(tmp_path):
+    """statistics="torch" counts every tensor with torch operations, as on a CUDA tensor (only the device
+    differs): the five golden runs' files equal those of the C++ recorder reading the tensors in place, count
+    for count and bin for bin, the norm within its summation bound. The C++ side sums the n squares in eight
+    partial sums, torch in its own order; each sum is within (n - 1) 2^-53 relative of the exact one (the
+    squares are exact in float64), so they differ by at most 2 (n - 1) 2^-53 and the square roots by half
+    that. The static scale 3 x 2^14 is not a power of two: those weight gradients go to the host, as
+    documented, and must still be equal."""
+    runs = {"plain": dict(seed=1, every=1), "every3": dict(seed=2, every=3),
+            "static3x": dict(seed=3, every=1, scaler=lambda: mt.GradScaler("static", scale=3 * 2 ** 14),
+                             loss_factor=2.0 ** -20),
+            "bf16": dict(seed=4, every=2, scaler=lambda: mt.GradScaler("torch"), autocast=True),
+            "inf": dict(seed=5, every=1, scaler=lambda: mt.GradScaler("torch"), inf_step=4)}
+    for name, kw in runs.items():
+        for statistics in ("auto", "torch"):
+            args = dict(kw)
+            if "scaler" in args:
+                args["scaler"] = args["scaler"]()
+            golden_run(tmp_path / statistics / name, statistics=statistics, **args)
+        for file in ("steps.jsonl", "histograms.jsonl", "summary.json"):
+            assert (tmp_path / "auto" / name / file).read_bytes() == (tmp_path / "torch" / name / file).read_bytes(), \
+                (name, file)
+        auto, ours = (read_lines(tmp_path / s / name / "tensors.jsonl") for s in ("auto", "torch"))
+        assert len(auto) == len(ours) > 0
+        for a, b in zip(auto, ours):
+            bound = max(a["count"] - 1, 0) * 2.0 ** -53
+            assert b.pop("norm") == pytest.approx(a.pop("norm"), rel=bound, abs=0), (name, a)
+            assert a == b, name
 
 
 def test_monitor_files_are_the_same_bytes_as_before(tmp_path):

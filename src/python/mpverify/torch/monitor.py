@@ -27,6 +27,7 @@ import torch
 
 from .. import _core
 from .._tensors import as_input
+from . import _device_stats
 from ._formats import format_of
 from .provenance import Provenance, dense, has_nonfinite, passes_finite, torch_count_nonfinite
 from .run_files import JsonLines
@@ -42,15 +43,23 @@ class Monitor:
     summary.json's config (the parity gate pairs runs by seed and requires equal model, data, steps,
     batch_size and optimizer on both sides). provenance: "every_step" (hooks on every step find the module
     of any step's first non-finite value) or "recorded_steps" (module hooks only on recorded steps; the
-    other steps check only the loss and the parameter gradients, and cost no hook at all)."""
+    other steps check only the loss and the parameter gradients, and cost no hook at all). statistics:
+    "auto" (a dense float32 CPU tensor is read in place by the C++ recorder, any other tensor is counted
+    with torch operations on its own device, and only the counts cross to the host) or "torch" (every
+    tensor counted with torch operations: what a CUDA run computes, on any device). Both give the same
+    counts and histograms; a tensor the torch path cannot count exactly (a scale that is not a power of
+    two, a product outside float's range, a format its thresholds cannot describe) is copied to the host."""
 
     def __init__(self, model, optimizer, scaler=None, study_format="fp16", every=1, out="runs/monitor",
                  histograms=True, seed=None, name=None, data="user", config=None, verbose=True,
-                 provenance="every_step"):
+                 provenance="every_step", statistics="auto"):
         if every < 1:
             raise ValueError(f"every must be at least 1, not {every}")
         if provenance not in PROVENANCE_MODES:
             raise ValueError(f"provenance must be one of {', '.join(PROVENANCE_MODES)}, not {provenance!r}")
+        if statistics not in STATISTICS_MODES:
+            raise ValueError(f"statistics must be one of {', '.join(STATISTICS_MODES)}, not {statistics!r}")
+        self.statistics = statistics
         _core.format_info(study_format)  # raises on an unknown name before anything is written
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
         self.study_format, self.every, self.out, self.histograms = study_format, every, str(out), histograms
@@ -364,10 +373,33 @@ class Monitor:
         self._calls[key] = calls
         if calls > 1:
             tensor = f"{tensor}#{calls}"
-        if self._recorder.record_torch(layer, tensor, role, pass_, t, scale) is None:
-            item = _record_item(layer, tensor, role, pass_, t, scale)
-            if item is not None:
-                self._recorder.record(*item)
+        self._record_in_order([(layer, tensor, role, pass_, t, scale)])
+
+    def _counts_in_torch(self, t):
+        """True where t is counted with torch operations on its own device (statistics, above)."""
+        return self.statistics == "torch" or t.device.type != "cpu"
+
+    def _record_in_order(self, entries):
+        """Records each (layer, tensor, role, pass, t, scale) in order, where it lives: counted with torch on
+        its device (_device_stats), else in C++ (dense float32 CPU tensors read in place, in one call for
+        consecutive ones; others copied). Returns each recorded entry's (nonzero_finite, underflow_to_zero),
+        in order; an entry whose dtype has no format is not recorded and has none."""
+        out, batch = [], []
+        for layer, tensor, role, pass_, t, scale in entries:
+            fmt = format_of(t.dtype)
+            if fmt is None:
+                continue
+            counts = None
+            if self._counts_in_torch(t):
+                counts = _device_stats.tensor_counts(dense(t), self._recorder.target_format(fmt), scale)
+            if counts is not None:
+                out.extend(self._recorder.record_many(batch))  # the lines stay in the order of the entries
+                batch = []
+                out.append(self._recorder.record_counted(layer, tensor, role, pass_, fmt, scale, counts))
+            else:
+                batch.append(_many_item(layer, tensor, role, pass_, t, scale))
+        out.extend(self._recorder.record_many(batch))
+        return out
 
     # --- optimizer and scaler ---------------------------------------------------------------------
 
@@ -411,34 +443,37 @@ class Monitor:
         self._check_param_grads()
         if not self._recording:
             return
-        items, grads = [], []
+        entries, grads = [], []
         for p, name in self._params.items():
-            if p.grad is not None:
+            if p.grad is not None and format_of(p.grad.dtype) is not None:
                 layer, _, tensor = name.rpartition(".")
                 g = dense(p.grad)  # sparse (nn.Embedding(sparse=True)): recorded as the dense gradient
-                item = _many_item(layer or "model", tensor + ".grad", "weight_grad", "backward", g, self._scale)
-                if item is not None:
-                    items.append(item)
-                    grads.append(g)
-        counts = self._recorder.record_many(items)
-        for g, (nonzero, to_zero) in zip(grads, counts):
+                entries.append((layer or "model", tensor + ".grad", "weight_grad", "backward", g, self._scale))
+                grads.append(g)
+        counts = self._record_in_order(entries)
+        for g, (nonzero, to_zero) in zip(grads, counts, strict=True):
             if self._scale != 1.0:
-                fmt = format_of(g.dtype)
-                array, bits = as_input(g)
-                s = _core.tensor_stats(array, bits, fmt if fmt != "fp32" else self.study_format, 1.0)
-                nonzero, to_zero = s["nonzero_finite"], s["underflow_to_zero"]
+                nonzero, to_zero = self._unscaled_counts(g)
             self._unscaled[0] += nonzero
             self._unscaled[1] += to_zero
 
+    def _unscaled_counts(self, g):
+        """(nonzero finite, underflowing to zero) of a weight gradient at scale 1, where it lives."""
+        target = self._recorder.target_format(format_of(g.dtype))
+        c = _device_stats.tensor_counts(g, target, 1.0) if self._counts_in_torch(g) else None
+        if c is not None:
+            return c["elements"] - c["zeros_in"] - c["nonfinite_in"], c["underflow_to_zero"]
+        array, bits = as_input(g)
+        s = _core.tensor_stats(array, bits, target, 1.0)
+        return s["nonzero_finite"], s["underflow_to_zero"]
+
     def _record_weights(self):
-        before, items = {}, []
+        before, entries = {}, []
         for p, name in self._params.items():
             layer, _, tensor = name.rpartition(".")
-            item = _many_item(layer or "model", tensor, "weight", "optimizer", p, 1.0)
-            if item is not None:
-                items.append(item)
+            entries.append((layer or "model", tensor, "weight", "optimizer", p, 1.0))
             before[p] = p.detach().clone()
-        self._recorder.record_many(items)
+        self._record_in_order(entries)
         return before
 
     def _record_updates(self, before):
@@ -447,7 +482,10 @@ class Monitor:
         for p, w in before.items():
             own = format_of(w.dtype)
             stored = own if own not in (None, "fp32") else self.study_format
-            counts = _core._lost_updates_of_step_torch(w, p, stored)  # float32 on the CPU: read in place
+            if self._counts_in_torch(w):
+                counts = _device_stats.lost_update_counts(w, p, stored)  # on their device
+            else:
+                counts = _core._lost_updates_of_step_torch(w, p, stored)  # float32 on the CPU: read in place
             if counts is None:
                 (b, b_bits), (a, a_bits) = as_input(w), as_input(p)
                 counts = _core.lost_updates_of_step(b, b_bits, a, a_bits, stored)
@@ -465,6 +503,7 @@ class Monitor:
 
 
 PROVENANCE_MODES = ("every_step", "recorded_steps")
+STATISTICS_MODES = ("auto", "torch")
 
 
 def _record_item(layer, tensor, role, pass_, t, scale):
@@ -481,7 +520,7 @@ def _record_item(layer, tensor, role, pass_, t, scale):
 def _many_item(layer, tensor, role, pass_, t, scale):
     """record_many's item for t: the tensor itself where the core reads it in place (dense float32 on the
     CPU), else record()'s arguments; None for a dtype without a format."""
-    if t.dtype is torch.float32 and t.is_cpu and t.is_contiguous():
+    if t.dtype is torch.float32 and t.is_cpu and t.layout is torch.strided and t.is_contiguous():
         return layer, tensor, role, pass_, t, scale
     return _record_item(layer, tensor, role, pass_, t, scale)
 
