@@ -46,6 +46,7 @@ py::dict tensor_stats(const py::array& x, const std::string& bits, const std::st
   d["subnormal_rate"] = s.subnormal_rate;
   d["overflow_rate"] = s.overflow_rate;
   d["max_abs"] = s.max_abs;
+  d["norm"] = s.norm;
   d["headroom_log2"] = number_or_none(s.headroom_log2);
   d["histogram"] = to_python(record::histogram_to_json(s.histogram));
   d["thresholds"] = to_python(record::thresholds_to_json(s.thresholds));

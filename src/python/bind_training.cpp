@@ -165,6 +165,10 @@ record::TensorStats counted_stats(const py::dict& d, const formats::Format& targ
   }
   s.histogram.zeros = s.counters.zeros_in;
   s.histogram.nans = count_of(d, "nans");
+  // Products beyond float's range at the scale: the torch path never has them (it leaves such a tensor to
+  // the host), the host's counts (a tensor_stats histogram) may.
+  if (d.contains("below_range")) s.histogram.below_range = count_of(d, "below_range");
+  if (d.contains("above_range")) s.histogram.above_range = count_of(d, "above_range");
   s.histogram.infinities = s.counters.nonfinite_in - std::min(s.histogram.nans, s.counters.nonfinite_in);
   return record::finish_tensor_stats(s, target, scale);
 }
@@ -255,7 +259,7 @@ void bind_recorder(py::module_& m) {
           py::arg("scale"), py::arg("counts"),
           "record() for a tensor counted elsewhere (the torch path on its own device): counts holds elements, "
           "zeros_in, nonfinite_in, nans, underflow_to_zero, subnormal, overflow, max_abs, norm and bins (277 "
-          "counts, exponents -149 to 127), against the target of `format` (the study format for fp32)")
+          "counts, exponents -149 to 127), and optionally below_range and above_range, against the target of `format` (the study format for fp32)")
       .def("target_format", [](const training::StepRecorder& r, const std::string& format) {
             return r.target_format(formats::parse_format(format)).name;
           }, py::arg("format"), "The format a tensor stored in `format` is measured against")

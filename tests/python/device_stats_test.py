@@ -190,3 +190,11 @@ def test_lost_updates_of_other_formats_are_left_to_the_host():
     w = torch.ones(4)
     assert ds.lost_update_counts(w, w + 1, "fp8-e4m3") is None
     assert ds.lost_update_counts(w.double(), w.double(), "fp16") is None
+
+
+def test_the_monitor_refuses_an_unknown_statistics_mode(tmp_path):
+    import mpverify.torch as mt
+    m = torch.nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="statistics must be one of auto, torch, not 'gpu'"):
+        mt.Monitor(m, torch.optim.SGD(m.parameters(), lr=0.1), out=tmp_path / "run", statistics="gpu")
+    assert not (tmp_path / "run").exists()  # refused before anything is written

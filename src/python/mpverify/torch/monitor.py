@@ -28,9 +28,10 @@ import torch
 from .. import _core
 from .._tensors import as_input
 from . import _device_stats
+from ._ranks import Ranks, raw_counts
 from ._formats import format_of
 from .provenance import Provenance, dense, has_nonfinite, passes_finite, torch_count_nonfinite
-from .run_files import JsonLines
+from .run_files import JsonLines, NullLines
 
 
 class Monitor:
@@ -64,18 +65,24 @@ class Monitor:
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
         self.study_format, self.every, self.out, self.histograms = study_format, every, str(out), histograms
         self.verbose, self.provenance = verbose, provenance
-        self._config = {"model": name or type(model).__name__, "data": data, "seed": seed,
+        self._ranks = Ranks()  # under torch.distributed: rank 0 writes the job's one run directory
+        inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+        self._config = {"model": name or type(inner).__name__, "data": data, "seed": seed,
                         "optimizer": type(optimizer).__name__.lower(), "scaler": _scaler_name(scaler),
                         "backend": "torch", "study_format": study_format, "record_every": every,
-                        "recipe": None, "batch_size": None, **(config or {})}
+                        "recipe": None, "batch_size": None,
+                        **({"world_size": self._ranks.world} if self._ranks.active else {}), **(config or {})}
         self._recorder = _core.StepRecorder(study_format)
         # steps.jsonl: written at recorded steps, at a non-finite step, and at least once a second.
-        self._steps = JsonLines(os.path.join(self.out, "steps.jsonl"), seconds=1.0)
-        self._tensors = JsonLines(os.path.join(self.out, "tensors.jsonl"), every_steps=10)
-        self._histograms = JsonLines(os.path.join(self.out, "histograms.jsonl"), every_steps=10)
+        lines = JsonLines if self._ranks.writes else (lambda path, **kw: NullLines())
+        self._steps = lines(os.path.join(self.out, "steps.jsonl"), seconds=1.0)
+        self._tensors = lines(os.path.join(self.out, "tensors.jsonl"), every_steps=10)
+        self._histograms = lines(os.path.join(self.out, "histograms.jsonl"), every_steps=10)
         self._provenance = Provenance()
-        self._names = {m: n or "model" for n, m in model.named_modules()}
-        self._params = {p: n for n, p in model.named_parameters() if p.requires_grad}
+        # Named as in the user's model: a DistributedDataParallel wrapper's "module." is left out.
+        self._names = {m: n or "model" for n, m in inner.named_modules()}
+        self._params = {p: n for n, p in inner.named_parameters() if p.requires_grad}
+        self._pending = []  # under torch.distributed: the step's records, combined over the ranks at its end
         self._handles = []
         self._batch_handle = None  # the model's forward pre-hook, until the batch size and the recipe are known
         self._step = 0
@@ -101,7 +108,12 @@ class Monitor:
             if self._hook_handles["checks"]:
                 self._provenance.first["after"] = self._last_forward
         self._check_param_grads()  # when neither the optimizer's step nor the scaler's update ran
+        losses = None
+        if self._ranks.active:
+            value, losses, self._provenance.first = self._combine_ranks(value)
         line = self._step_line(value)
+        if losses is not None:
+            line["loss_by_rank"] = losses
         if self._recording:
             for t in self._recorder.take_tensor_lines_text():
                 self._tensors.append_text(t)
@@ -212,9 +224,19 @@ class Monitor:
                 "lost_update_ratio_needed_rate_without_master": _rate(s["ratio_needed"], s["updates"]),
                 "lost_update_ratio_sufficient_rate_without_master": _rate(s["ratio_sufficient"], s["updates"])}
 
+    def _combine_ranks(self, loss):
+        """Under torch.distributed, at the end of every step on every rank: the step's records combined over
+        the ranks and recorded by rank 0; (the mean loss, the ranks' losses, the job's first non-finite
+        value)."""
+        records, self._pending = self._ranks.combine_records(self._pending), []
+        if self._ranks.writes:
+            for layer, tensor, role, pass_, fmt, scale, counts in records:
+                self._recorder.record_counted(layer, tensor, role, pass_, fmt, scale, counts)
+        return self._ranks.combine_step(loss, self._provenance.first)
+
     def _report_nonfinite(self, line):
         first = line["nonfinite"]
-        if first is None or self._printed_nonfinite or not self.verbose:
+        if first is None or self._printed_nonfinite or not self.verbose or not self._ranks.writes:
             return
         self._printed_nonfinite = True
         print(f"mpverify: step {line['step']}: the first non-finite value came from '{first['layer']}' "
@@ -315,7 +337,7 @@ class Monitor:
 
     def _batch_hook(self, module, inputs):
         if self._config["batch_size"] is None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim():
-            self._config["batch_size"] = int(inputs[0].shape[0])
+            self._config["batch_size"] = int(inputs[0].shape[0]) * self._ranks.world  # the global batch
         if self._config["recipe"] is None:
             self._config["recipe"] = _recipe_name(self.model)
 
@@ -388,6 +410,12 @@ class Monitor:
         for layer, tensor, role, pass_, t, scale in entries:
             fmt = format_of(t.dtype)
             if fmt is None:
+                continue
+            if self._ranks.active:  # counted now, recorded once combined over the ranks (_combine_ranks)
+                counts = raw_counts(dense(t), self._recorder.target_format(fmt), scale, self._counts_in_torch(t))
+                self._pending.append((layer, tensor, role, pass_, fmt, scale, counts))
+                out.append((counts["elements"] - counts["zeros_in"] - counts["nonfinite_in"],
+                            counts["underflow_to_zero"]))
                 continue
             counts = None
             if self._counts_in_torch(t):
@@ -493,6 +521,8 @@ class Monitor:
             _add_counts(self._lost, "without_master", counts["without_master"])
 
     def _write_summary(self):
+        if not self._ranks.writes:
+            return
         config = dict(self._config, steps=self._step)
         summary = {"config": config, "steps": self._step, "skipped_steps": self._skipped, "aborted": False,
                    "final_loss": self._last_loss, "final_scale": float(self.scaler.get_scale()) if self.scaler else 1.0,

@@ -70,6 +70,25 @@ class JsonLines:
         self._fd = None
 
 
+class NullLines:
+    """JsonLines' interface, writing nothing: a rank other than 0 under torch.distributed."""
+
+    def append(self, line):
+        pass
+
+    def append_text(self, text):
+        pass
+
+    def end_step(self, urgent=False):
+        pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
 def _encode(line):
     try:  # almost every line is finite: serialized as it is, and walked only when json refuses it
         return _ENCODER.encode(line)
