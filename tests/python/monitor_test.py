@@ -75,12 +75,12 @@ def batches(seed, steps, n=16):
 
 
 def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor=1.0, hooks=None,
-          provenance="every_step", evaluate=True, device="cpu", evaluation=None):
+          provenance="every_step", evaluate=True, device="cpu", evaluation=None, **monitor_options):
     torch.manual_seed(seed)
     model = small_cnn().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     monitor = mt.Monitor(model, opt, scaler=scaler, out=out, every=every, seed=seed, name="small-cnn",
-                         verbose=False, provenance=provenance)
+                         verbose=False, provenance=provenance, **monitor_options)
     if hooks:
         hooks(model, monitor)
     for step, (x, y) in enumerate(batches(seed, steps)):
@@ -229,7 +229,21 @@ def check_counts_equal_torch_casts(tmp_path, device):
 
 # --- provenance: the module that produced the first non-finite value --------------------------------
 
-def test_provenance_names_the_module_in_forward_and_backward(tmp_path):
+@pytest.fixture(params=["auto", "torch"])
+def statistics(request, monkeypatch):
+    """Runs a test under each statistics mode of the Monitor: "auto" (on the CPU, each check counted in C++
+    as it is made) and "torch" (what a model on a GPU does: each check's count left on the tensor's device,
+    the step's counts copied at its end and the checks replayed in their order). Both must name the same."""
+    original = mt.Monitor.__init__
+
+    def init(self, *args, **kwargs):
+        kwargs.setdefault("statistics", request.param)
+        original(self, *args, **kwargs)
+    monkeypatch.setattr(mt.Monitor, "__init__", init)
+    return request.param
+
+
+def test_provenance_names_the_module_in_forward_and_backward(tmp_path, statistics):
     def forward_inf(model, monitor):
         # Module "3"'s input turns non-finite on step 2 (a pre-hook, which is no module's output): the
         # first module output that is non-finite is "3"'s, in forward.
@@ -261,7 +275,7 @@ def test_provenance_names_the_module_in_forward_and_backward(tmp_path):
     assert steps[1]["skipped"] and not steps[0]["skipped"] and not steps[2]["skipped"]
 
 
-def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path):
+def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path, statistics):
     from mpverify.torch.provenance import passes_finite
 
     # Passive: ReLU, Flatten, Identity, max pooling whose windows do not overlap. Not passive: anything that
@@ -306,7 +320,7 @@ def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path):
         assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("2", "backward"), steps[k]
 
 
-def test_provenance_names_a_value_made_by_a_hook_registered_after_the_monitors(tmp_path):
+def test_provenance_names_a_value_made_by_a_hook_registered_after_the_monitors(tmp_path, statistics):
     # Hooks run in the order registered. A forward hook of the user's on Conv "3" registered after the
     # Monitor's makes its output infinite after the Monitor checked it: the value reaches Linear "6" (through
     # ReLU "4" and Flatten "5", not checked) as its input. It used to be named as "6"'s own output, as if the
@@ -350,7 +364,7 @@ def test_provenance_names_a_value_made_by_a_hook_registered_after_the_monitors(t
 
 
 @pytest.mark.parametrize("provenance", ["every_step", "recorded_steps"])
-def test_provenance_names_a_loss_made_non_finite_after_the_last_module(tmp_path, provenance):
+def test_provenance_names_a_loss_made_non_finite_after_the_last_module(tmp_path, provenance, statistics):
     # The loss turns infinite in a function after the last module ("6"), on step 1: forward had it before any
     # gradient backward made from it. It used to be named {"layer": "loss", "tensor": "dloss", "pass":
     # "backward"}, from the first non-finite gradient. Without module hooks (recorded_steps, step 1 not
@@ -377,7 +391,35 @@ def test_provenance_names_a_loss_made_non_finite_after_the_last_module(tmp_path,
     assert steps[1]["skipped"] and steps[0]["nonfinite"] is None and steps[2]["nonfinite"] is None
 
 
-def test_provenance_places_parameter_gradients_after_their_modules_backward(tmp_path):
+def test_deferred_checks_copy_the_counts_once_per_step(tmp_path, monkeypatch):
+    """With statistics="torch" (a model on a GPU) no check reads its count when it is made: the one-by-one
+    counts (which wait for the device) are never called, and each step's counts are copied once."""
+    from mpverify.torch import monitor as monitor_module, provenance
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a check read its count at once")
+    for name in ("count_nonfinite", "torch_count_nonfinite"):
+        monkeypatch.setattr(monitor_module, name, refuse)
+    monkeypatch.setattr(provenance.Provenance, "check", refuse)
+    monkeypatch.setattr(provenance.Provenance, "check_forward", refuse)
+    monkeypatch.setattr(monitor_module._core, "_count_nonfinite_grads", refuse)
+    takes = []
+    original_take = provenance.DeferredChecks.take
+    monkeypatch.setattr(provenance.DeferredChecks, "take", lambda self, extra: takes.append(1) or original_take(self, extra))
+
+    def backward_inf(model, monitor):
+        def hook(module, inputs):
+            module.backward_factor = float("inf") if monitor._step == 2 else 1.0
+        model[2].register_forward_pre_hook(hook)
+
+    train(tmp_path / "run", 1, steps=4, every=2, hooks=backward_inf, scaler=mt.GradScaler("torch"),
+          statistics="torch", evaluate=False)
+    assert len(takes) == 4
+    steps = read_lines(tmp_path / "run" / "steps.jsonl")
+    assert (steps[2]["nonfinite"]["layer"], steps[2]["nonfinite"]["pass"]) == ("2", "backward")
+
+
+def test_provenance_places_parameter_gradients_after_their_modules_backward(tmp_path, statistics):
     # A checked module's parameter gradients have no hook: they are checked once after backward and placed
     # right after the module's output-gradient hook, where torch computes them, so the step's first
     # non-finite value is the one hooks on them would name. Model: Conv "0", Spike "1", ReLU "2", Flatten
@@ -839,7 +881,7 @@ def test_monitor_files_are_the_same_bytes_as_before(tmp_path):
 
 # --- provenance="recorded_steps": module hooks on recorded steps only -----------------------------------
 
-def test_provenance_on_recorded_steps_only(tmp_path):
+def test_provenance_on_recorded_steps_only(tmp_path, statistics):
     counted = {"hooks": 0}
 
     def count_hooks(model, monitor):
@@ -871,7 +913,7 @@ def test_provenance_on_recorded_steps_only(tmp_path):
         mt.Monitor(model, torch.optim.SGD(model.parameters(), lr=0.05), out=tmp_path / "bad", provenance="sometimes")
 
 
-def test_provenance_modes_record_the_same_steps(tmp_path):
+def test_provenance_modes_record_the_same_steps(tmp_path, statistics):
     # On recorded steps both modes hook every module: their tensors and histograms are the same bytes.
     for mode in ("every_step", "recorded_steps"):
         train(tmp_path / mode, seed=4, steps=7, every=3, provenance=mode, evaluate=False)
@@ -880,7 +922,7 @@ def test_provenance_modes_record_the_same_steps(tmp_path):
             assert a.read() == b.read(), name
 
 
-def test_provenance_on_recorded_steps_only_checks_the_parameter_gradients(tmp_path):
+def test_provenance_on_recorded_steps_only_checks_the_parameter_gradients(tmp_path, statistics):
     # Step 1 is not recorded (every=2): Spike's backward makes its dx infinite, the loss stays finite. Without
     # module hooks the first parameter, in the model's order, whose gradient is non-finite is named.
     def backward_inf(model, monitor):

@@ -30,7 +30,8 @@ from .._tensors import as_input
 from . import _device_stats
 from ._ranks import Ranks, raw_counts
 from ._formats import format_of
-from .provenance import Provenance, dense, has_nonfinite, passes_finite, torch_count_nonfinite
+from .provenance import (DeferredChecks, Provenance, count_nonfinite, count_tensor, dense, inputs_count_tensor,
+                         passes_finite, torch_count_nonfinite)
 from .run_files import JsonLines, NullLines
 
 
@@ -83,6 +84,10 @@ class Monitor:
         self._names = {m: n or "model" for n, m in inner.named_modules()}
         self._params = {p: n for n, p in inner.named_parameters() if p.requires_grad}
         self._pending = []  # under torch.distributed: the step's records, combined over the ranks at its end
+        # Provenance checks without a wait for the device at each: on a model off the CPU, or statistics="torch".
+        self._defer = statistics == "torch" or any(p.device.type != "cpu" for p in self._params)
+        self._deferred = DeferredChecks()
+        self._deferred_grads = []
         self._handles = []
         self._batch_handle = None  # the model's forward pre-hook, until the batch size and the recipe are known
         self._step = 0
@@ -100,6 +105,8 @@ class Monitor:
     def step(self, loss):
         """Ends the step: logs it (loss: the unscaled loss, a tensor or a float) and starts the next."""
         value = loss.item() if isinstance(loss, torch.Tensor) else float(loss)  # exact for every float dtype
+        if self._defer:
+            self._resolve_deferred()
         first = self._provenance.first
         if not _finite(value) and (first is None or first["pass"] == "backward" or not self._hook_handles["checks"]):
             # The loss was non-finite in forward, before every gradient backward made from it (a function
@@ -192,6 +199,8 @@ class Monitor:
         self._last_forward = None  # the checked module whose forward hook ran last in the current forward pass
         self._in_backward = False  # backward ran since that forward pass (a next forward starts afresh)
         self._params_checked = False
+        self._deferred.events.clear()
+        self._deferred_grads = []
         self._grads_recorded = False
         self._lost = {}
         self._calls = {}  # (layer, tensor) -> records made of it this step
@@ -299,40 +308,47 @@ class Monitor:
         backward starts, and torch accumulates parameter gradients as soon as they are ready), so each is
         placed there: the step's first non-finite value is the one the hooks would have named (of one
         module's parameters, the first in the model's order). Without module hooks on this step
-        (provenance="recorded_steps"), _check_gradients_unhooked names the first in the model's order."""
+        (provenance="recorded_steps"), _first_unhooked names the first in the model's order. With deferred checks
+        (a model off the CPU, statistics="torch") the counts are taken here and placed when the step ends."""
         if self._params_checked:
             return
         self._params_checked = True
-        if not self._hook_handles["checks"]:
-            self._check_gradients_unhooked()
+        tensors = self._placed_tensors if self._hook_handles["checks"] else self._param_tensors
+        if self._defer:  # counted on the device; placed when the step ends (_resolve_deferred)
+            self._deferred_grads = [count_tensor(p.grad) for p in tensors]
             return
+        counts = [c if c >= 0 else torch_count_nonfinite(p.grad)  # -1: not read in place by the C++ count
+                  for p, c in zip(tensors, _core._count_nonfinite_grads(tensors))]  # one call for every gradient
+        if self._hook_handles["checks"]:
+            self._place_param_grads(counts)
+        else:
+            self._first_unhooked(counts)
+
+    def _place_param_grads(self, counts):
+        """The placed parameters' non-finite counts, each placed right after its module's output-gradient hook."""
         first = self._provenance.first
         if first is not None and self._first_backward_index is None:
             return  # found in forward: before every gradient
         limit = self._first_backward_index if first is not None else float("inf")
         best = None
-        counts = _core._count_nonfinite_grads(self._placed_tensors)  # one call for every gradient
         for (p, name), count in zip(self._placed_params, counts):
             # A parameter whose module backward never reached has a stale or no gradient: after everything.
             at = self._backward_index.get(_owner(name), float("inf"))
-            if count < 0:  # not read in place by the C++ count
-                count = torch_count_nonfinite(p.grad)
             if (best is None or at < best[0]) and at < limit and count > 0:
-                best = (at, p, name)
+                best = (at, name, count)
         if best is not None:
             self._provenance.first = None  # the parameter's gradient came before what the hooks found
-            layer, _, tensor = best[2].rpartition(".")
-            self._provenance.check(layer or "model", tensor + ".grad", "backward", best[1].grad)
+            layer, _, tensor = best[1].rpartition(".")
+            self._provenance.found(layer or "model", tensor + ".grad", "backward", best[2])
 
-    def _check_gradients_unhooked(self):
+    def _first_unhooked(self, counts):
         """A step without module hooks: its first non-finite parameter gradient, in the model's order."""
-        if self._hook_handles["checks"] or self._provenance.first is not None:
+        if self._provenance.first is not None:
             return
-        counts = _core._count_nonfinite_grads(self._param_tensors)
-        for (p, name), count in zip(self._params.items(), counts):
-            if count > 0 or count < 0 and torch_count_nonfinite(p.grad) > 0:
+        for name, count in zip(self._params.values(), counts):
+            if count > 0:
                 layer, _, tensor = name.rpartition(".")
-                self._provenance.check(layer or "model", tensor + ".grad", "backward", p.grad)
+                self._provenance.found(layer or "model", tensor + ".grad", "backward", count)
                 return
 
     def _batch_hook(self, module, inputs):
@@ -351,7 +367,11 @@ class Monitor:
             if self._in_backward:  # the next forward pass of gradient accumulation
                 self._in_backward, self._last_forward = False, None
             if not passive:  # a passive module's output is not checked, so "after" never names one
-                self._provenance.check_forward(name, output, inputs, self._last_forward)
+                if self._defer:
+                    self._deferred.add("forward", (name, self._last_forward), count_tensor(output),
+                                       inputs_count_tensor(inputs, output.device))
+                else:
+                    self._provenance.check_forward(name, output, inputs, self._last_forward)
                 self._last_forward = name
             if self._recording and not _is_view_of_input(output, inputs):
                 self._record(name, "y", "activation", "forward", output)
@@ -366,12 +386,10 @@ class Monitor:
             self._backward_calls += 1
             self._in_backward = True
             self._backward_index[name] = index  # the last: a module called twice has its weights' gradients after both
-            if self._provenance.first is None and has_nonfinite(grad):
-                # Non-finite where this module's backward starts: the loss produced it when no module went
-                # backward before, else the module whose backward ran last (its dx is this dy).
-                previous = self._last_backward
-                self._provenance.check(previous or "loss", "dx" if previous else "dloss", "backward", grad)
-                self._first_backward_index = index
+            if self._defer:
+                self._deferred.add("output_grad", (self._last_backward, index), count_tensor(grad))
+            elif self._provenance.first is None:
+                self._found_output_grad(self._last_backward, index, count_nonfinite(grad))
             self._last_backward = name
             if self._recording:
                 self._record(name, "dy", "activation_grad", "backward", grad)
@@ -381,8 +399,35 @@ class Monitor:
         layer, _, tensor = name.rpartition(".")
 
         def hook(grad):
-            self._provenance.check(layer or "model", tensor + ".grad", "backward", grad)
+            if self._defer:
+                self._deferred.add("param", (layer or "model", tensor + ".grad"), count_tensor(grad))
+            else:
+                self._provenance.check(layer or "model", tensor + ".grad", "backward", grad)
         return hook
+
+    def _found_output_grad(self, previous, index, count):
+        """A non-finite gradient where a module's backward starts: the loss produced it when no module went
+        backward before, else the module whose backward ran last (its dx is this dy)."""
+        if self._provenance.first is None and count:
+            self._provenance.found(previous or "loss", "dx" if previous else "dloss", "backward", count)
+            self._first_backward_index = index
+
+    def _resolve_deferred(self):
+        """At the end of a step with deferred checks: the step's counts in one copy, the checks replayed in
+        their order, then the parameter gradients placed, as the checks one by one would have done."""
+        self._check_param_grads()  # takes the parameters' counts when nothing did yet
+        events, grads = self._deferred.take(self._deferred_grads)
+        for kind, what, counts in events:
+            if kind == "forward":
+                self._provenance.found_forward(what[0], counts[0], counts[1], what[1])
+            elif kind == "output_grad":
+                self._found_output_grad(what[0], what[1], counts[0])
+            else:
+                self._provenance.found(what[0], what[1], "backward", counts[0])
+        if self._hook_handles["checks"]:
+            self._place_param_grads(grads)
+        else:
+            self._first_unhooked(grads)
 
     def _record(self, layer, tensor, role, pass_, t, scale=1.0):
         """Measures t (nothing for a dtype without a format); a dense float32 CPU tensor is read in place.

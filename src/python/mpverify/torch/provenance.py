@@ -45,9 +45,48 @@ def dense(t):
     return t if t.layout is torch.strided else t.to_dense()
 
 
-def has_nonfinite(t):
-    """True when t holds inf or NaN."""
-    return count_nonfinite(t) > 0
+def count_tensor(t):
+    """count_nonfinite as a 0-dim tensor on t's device, computed without waiting for the device (None: 0)."""
+    if t is None:
+        return torch.zeros((), dtype=torch.long)
+    t = dense(t)
+    if not t.is_floating_point():
+        return torch.zeros((), dtype=torch.long, device=t.device)
+    return (~torch.isfinite(t)).sum()
+
+
+def inputs_count_tensor(inputs, device):
+    """The non-finite values of a module's floating-point tensor inputs, as count_tensor."""
+    total = torch.zeros((), dtype=torch.long, device=device)
+    for i in inputs:
+        if isinstance(i, torch.Tensor) and i.is_floating_point():
+            total = total + count_tensor(i).to(device)
+    return total
+
+
+class DeferredChecks:
+    """A step's provenance checks on tensors that live on a device (the Monitor's statistics="torch", or
+    a model on a GPU): each check's count stays a tensor on the device, so no check waits for it, and the
+    step's counts cross to the host in one copy when the step ends, where the Monitor replays the checks in
+    the order they were made, as it would have made them one by one."""
+
+    def __init__(self):
+        self.events = []  # (kind, what, count tensors), in the order of the checks
+
+    def add(self, kind, what, *counts):
+        self.events.append((kind, what, counts))
+
+    def take(self, extra):
+        """The events with their counts as numbers, and the numbers of `extra` (more count tensors), from one
+        copy; the events are cleared."""
+        tensors = [c for _, _, counts in self.events for c in counts] + list(extra)
+        device = tensors[0].device if tensors else None
+        values = torch.stack([c.to(device) for c in tensors]).tolist() if tensors else []
+        events, self.events, out, i = self.events, [], [], 0
+        for kind, what, counts in events:
+            out.append((kind, what, values[i:i + len(counts)]))
+            i += len(counts)
+        return out, values[i:]
 
 
 # Forward: max, 0 or the input itself; backward: the output gradient routed, masked or reshaped, never
@@ -84,6 +123,20 @@ class Provenance:
             if count:
                 self.first = {"layer": layer, "tensor": tensor, "pass": pass_, "count": count}
 
+    def found(self, layer, tensor, pass_, count):
+        """check() with the count already made."""
+        if self.first is None and count:
+            self.first = {"layer": layer, "tensor": tensor, "pass": pass_, "count": count}
+
+    def found_forward(self, layer, output_count, given_count, after):
+        """check_forward() with the counts already made."""
+        if self.first is not None or not output_count:
+            return
+        if given_count:
+            self.first = {"layer": layer, "tensor": "x", "pass": "forward", "count": given_count, "after": after}
+        else:
+            self.first = {"layer": layer, "tensor": "y", "pass": "forward", "count": output_count}
+
     def check_forward(self, layer, output, inputs, after):
         """A module's output in forward. Non-finite with a non-finite input: the module was given the value,
         made after `after` (the module checked before it; None: before any module of this forward pass ran).
@@ -95,7 +148,4 @@ class Provenance:
         if not count:
             return
         given = sum(count_nonfinite(i) for i in inputs if isinstance(i, torch.Tensor) and i.is_floating_point())
-        if given:
-            self.first = {"layer": layer, "tensor": "x", "pass": "forward", "count": given, "after": after}
-        else:
-            self.first = {"layer": layer, "tensor": "y", "pass": "forward", "count": count}
+        self.found_forward(layer, count, given, after)
