@@ -35,6 +35,9 @@ write_report() {
       "$build/experiments/bench_gpu" --markdown "$outdir/gpu_bench.md" ;;
     monitor_overhead)  # the Python module's Monitor on a torch training step
       PYTHONPATH="$build/python" /usr/bin/python3 "$source_dir/speed/bench_monitor.py" --markdown "$outdir/monitor_overhead.md" ;;
+    monitor_overhead_large)  # the same on a 51.4M-parameter MLP, the two loops with targets
+      PYTHONPATH="$build/python" /usr/bin/python3 "$source_dir/speed/bench_monitor.py" --model mlp50m \
+        --loops every_10,every_1 --repeats 3 --steps 20 --markdown "$outdir/monitor_overhead_large.md" ;;
     allreduce_training)  # the CNN trained data-parallel, gradients all-reduced in bf16 against fp32, gated
       /usr/bin/python3 "$source_dir/allreduce/training_report.py" "$build" "$outdir/allreduce_training.md" "$runs" ;;
     sweep_throughput)  # mpverify sweep with 2 workers against 1, alternately

@@ -83,6 +83,40 @@ TEST(RecordTensorStats, Fp16AtScale8) {
 // Counts made elsewhere (the Python package's torch path) are finished as tensor_stats finishes its own:
 // the hand-worked values above at scale 8 (5 of 7 subnormal, 1 overflow, headroom -3), and counts that
 // cannot be one tensor's are refused.
+// lost_updates_of_step takes the step a block at a time: its counts are those of lost_updates on the whole
+// update, on sizes below, at and past a block (16384) and with weights that fp16 rounds (not its values),
+// overflows and loses updates on.
+TEST(RecordLostUpdates, OfAStepByBlocksEqualsTheWholeUpdate) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1000}, std::size_t{16384}, std::size_t{40001}}) {
+    std::vector<float> before(n), after(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      before[i] = normal(rng) * (i % 97 == 0 ? 70000.0f : 1.0f);
+      after[i] = before[i] + normal(rng) * std::ldexp(1.0f, -static_cast<int>(i % 24));
+    }
+    for (const char* name : {"fp16", "bf16", "fp8-e4m3"}) {
+      const formats::Format f = formats::parse_format(name);
+      const record::LostUpdateStats whole = record::lost_updates(before, record::applied_update(before, after), f);
+      const record::LostUpdateStats blocks = record::lost_updates_of_step(before, after, f);
+      for (const auto& [a, b] : {std::pair{&whole.without_master, &blocks.without_master},
+                                 std::pair{&whole.with_master, &blocks.with_master}}) {
+        EXPECT_EQ(a->precision, b->precision) << name;
+        EXPECT_EQ(a->elements, b->elements) << name;
+        EXPECT_EQ(a->updates, b->updates) << name;
+        EXPECT_EQ(a->lost, b->lost) << name;
+        EXPECT_EQ(a->ratio_needed, b->ratio_needed) << name;
+        EXPECT_EQ(a->ratio_sufficient, b->ratio_sufficient) << name;
+        EXPECT_EQ(a->lost_rate, b->lost_rate) << name;
+      }
+      if (n > 1000) {
+        EXPECT_GT(whole.without_master.lost, 0u) << name;
+      }
+    }
+  }
+  EXPECT_THROW(record::lost_updates_of_step(std::vector<float>(2), std::vector<float>(3), fp16), std::invalid_argument);
+}
+
 TEST(RecordTensorStats, CountsMadeElsewhereAreFinishedAlike) {
   record::TensorStats counted;
   counted.counters.elements = 10;

@@ -2,11 +2,15 @@
 """The Monitor's overhead on a training step, as ratios to the plain step.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py [--repeats 9] [--steps 100]
-           [--threads 1] [--model cnn|mlp100m] [--device cpu|cuda] [--json] [--markdown FILE]
+           [--threads 1] [--model cnn|mlp50m|mlp100m] [--device cpu|cuda] [--loops KEY,...] [--json]
+           [--markdown FILE]
 
-The models: `cnn`, a small CNN on 28x28 images (the default, for a CPU); `mlp100m`, eight 3584-wide linear
-layers with ReLU (102.8M parameters, batch 64), for a GPU, where the model and its data stay on the device
-and each timed step ends with torch.cuda.synchronize().
+The models: `cnn`, a small CNN on 28x28 images (the default, for a CPU); `mlp50m`, five 3584-wide linear
+layers with ReLU (51.4M parameters, batch 8), a large model for a CPU, where recording costs most against
+the step (the weights, their gradients and updates are per parameter, the step's arithmetic per parameter
+and example); `mlp100m`, eight 3584-wide linear layers with ReLU (102.8M parameters, batch 64), for a GPU,
+where the model and its data stay on the device and each timed step ends with torch.cuda.synchronize().
+--loops names the loops to time (default all four, below).
 
 Four monitored loops on the same model, data and seed: Monitor(every=10), Monitor(every=1), a Monitor that
 records only its first step (what the hooks and the provenance checks of every step cost), and
@@ -37,6 +41,7 @@ LOOPS = (("every_10", 10, "every_step"), ("every_1", 1, "every_step"), ("hooks_o
 
 
 MODELS = {"cnn": "a small CNN (two 3x3 convolutions with max pooling, two linear layers, batch 32 of 28x28)",
+          "mlp50m": "an MLP of five 3584-wide linear layers with ReLU (51.4M parameters, batch 8)",
           "mlp100m": "an MLP of eight 3584-wide linear layers with ReLU (102.8M parameters, batch 64)"}
 
 
@@ -54,6 +59,8 @@ def mlp100m_and_data(seed, steps, device, width=3584, layers=8, batch=64):
 def model_and_data(seed, steps, model_name="cnn", device="cpu", batch=32):
     if model_name == "mlp100m":
         return mlp100m_and_data(seed, steps, device)
+    if model_name == "mlp50m":
+        return mlp100m_and_data(seed, steps, device, layers=5, batch=8)
     torch.manual_seed(seed)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
@@ -118,20 +125,25 @@ def write_markdown(path, result):
         for key, label, target in (("every_10", "`Monitor(every=10)`", "1.10x"), ("every_1", "`Monitor(every=1)`", "2x"),
                                    ("hooks_only", "hooks and provenance checks only (no step recorded)", "-"),
                                    ("every_10_recorded_steps", '`Monitor(every=10, provenance="recorded_steps")`',
-                                    "1.10x")))
+                                    "1.10x")) if key in result)
     missed = [f"{label} ({result[key]['median']:.2f}x against {t}x)"
               for key, label, t in (("every_10", "every=10", 1.10), ("every_1", "every=1", 2.0),
                                     ("every_10_recorded_steps", 'every=10 with provenance="recorded_steps"', 1.10))
-              if result[key]["median"] > t]
+              if key in result and result[key]["median"] > t]
     verdict = ("Targets missed: " + ", ".join(missed) + "." if missed else "Every target is met.")
     where = (f"a CPU without a GPU (torch {result['torch']}, {result['threads']} thread)" if result["device"] == "cpu"
              else f"{result['device_name']} (torch {result['torch']}; model and data on the device)")
     options = "" if (result["model"], result["device"]) == ("cnn", "cpu") else \
         f" --model {result['model']} --device {result['device']}"
-    text = f"""# The Monitor's overhead on a {"CPU" if result["device"] == "cpu" else "GPU"} training step
+    if result["loops"] != [key for key, _, _ in LOOPS]:
+        options += " --loops " + ",".join(result["loops"])
+    if (result["repeats"], result["steps"]) != (9, 100):
+        options += f" --repeats {result['repeats']} --steps {result['steps']}"
+    model = "" if result["model"] == "cnn" else f" of {MODELS[result['model']].split(' (')[0]}"
+    text = f"""# The Monitor's overhead on a {"CPU" if result["device"] == "cpu" else "GPU"} training step{model}
 
 Written by `PYTHONPATH=build/python /usr/bin/python3 experiments/speed/bench_monitor.py{options} --markdown
-{"FILE" if options else "reports/monitor_overhead.md"}` on {where}.
+{result["report"]}` on {where}.
 {MODELS[result['model']][0].upper() + MODELS[result['model']][1:]} trains with SGD
 for {result['steps']} timed steps under `mpverify.torch.Monitor`, each step beside one of a plain twin loop
 (the two stepped in turn, so that this machine's drift of 20-40% between runs hits both alike), {result['repeats']}
@@ -165,8 +177,15 @@ def main():
     p.add_argument("--model", choices=sorted(MODELS), default="cnn", help="the model trained (see above)")
     p.add_argument("--device", default="cpu", help="where the model and its data live: cpu (default) or cuda")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--loops", default=",".join(key for key, _, _ in LOOPS),
+                   help="the loops timed, comma-separated: " + ", ".join(key for key, _, _ in LOOPS))
     p.add_argument("--markdown", metavar="FILE", help="also write the result as a report (reports/monitor_overhead.md)")
     a = p.parse_args()
+    loops = [loop for loop in LOOPS if loop[0] in a.loops.split(",")]
+    unknown = set(a.loops.split(",")) - {key for key, _, _ in LOOPS}
+    if unknown or not loops:
+        p.error(f"--loops: unknown {', '.join(sorted(unknown)) or 'empty list'}; the loops are "
+                + ", ".join(key for key, _, _ in LOOPS))
     if a.repeats < 1 or a.steps < 10:
         p.error("--repeats must be at least 1 and --steps at least 10")
     if a.device not in ("cpu", "cuda"):
@@ -175,10 +194,10 @@ def main():
         p.error("--device cuda: torch sees no CUDA device here")
     torch.set_num_threads(a.threads)
     work = tempfile.mkdtemp(prefix="mpverify-bench-monitor-")
-    ratios = {key: [] for key, _, _ in LOOPS}
+    ratios = {key: [] for key, _, _ in loops}
     try:
         for r in range(a.repeats):
-            for key, every, provenance in LOOPS:
+            for key, every, provenance in loops:
                 ratios[key].append(paired_ratio(every, a.steps, os.path.join(work, f"r{r}-{key}"), provenance,
                                                 a.model, a.device))
             print(f"repeat {r + 1}/{a.repeats}: " + ", ".join(f"{key} {v[-1]:.3f}x" for key, v in ratios.items()),
@@ -188,13 +207,14 @@ def main():
     result = {key: {"median": statistics.median(v), "min": min(v), "max": max(v), "ratios": v}
               for key, v in ratios.items()}
     result.update(repeats=a.repeats, steps=a.steps, threads=a.threads, torch=torch.__version__, model=a.model,
-                  device=a.device, device_name=torch.cuda.get_device_name() if a.device == "cuda" else "cpu")
+                  device=a.device, device_name=torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
+                  loops=[key for key, _, _ in loops], report=os.path.join("reports", os.path.basename(a.markdown or "")))
     if a.markdown:
         write_markdown(a.markdown, result)
     if a.json:
         print(json.dumps(result, indent=2))
     else:
-        for key, _, _ in LOOPS:
+        for key, _, _ in loops:
             s = result[key]
             print(f"Monitor {key}: {s['median']:.3f}x the plain step (range {s['min']:.3f} to {s['max']:.3f} "
                   f"over {a.repeats} repeats of {a.steps} steps)")

@@ -120,8 +120,7 @@ py::dict lost_updates_of_values(std::span<const float> before, std::span<const f
   if (before.size() != after.size())
     throw std::invalid_argument("lost_updates_of_step: before has " + std::to_string(before.size()) +
                                 " values and after " + std::to_string(after.size()));
-  const std::vector<float> u = record::applied_update(before, after);
-  const record::LostUpdateStats s = record::lost_updates(before, u, formats::parse_format(format));
+  const record::LostUpdateStats s = record::lost_updates_of_step(before, after, formats::parse_format(format));
   py::dict d;
   d["format"] = formats::parse_format(format).name;
   d["without_master"] = counts_dict(s.without_master);

@@ -170,4 +170,45 @@ LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,
   return s;
 }
 
+namespace {
+
+void add_block_counts(LostUpdateCounts& total, const LostUpdateCounts& part) {
+  total.precision = part.precision;
+  total.elements += part.elements;
+  total.updates += part.updates;
+  total.lost += part.lost;
+  total.ratio_needed += part.ratio_needed;
+  total.ratio_sufficient += part.ratio_sufficient;
+}
+
+}  // namespace
+
+LostUpdateStats lost_updates_of_step(std::span<const float> before, std::span<const float> after,
+                                     const formats::Format& weight_format) {
+  if (before.size() != after.size())
+    throw std::invalid_argument("lost_updates_of_step: before has " + std::to_string(before.size()) +
+                                " values and after " + std::to_string(after.size()));
+  // 16384 floats: two 64 KiB buffers, inside any L2 cache, and long enough that the per-block overhead
+  // (two calls, the format lookups) is negligible.
+  constexpr std::size_t kBlock = 16384;
+  const formats::Format fp32 = formats::parse_format("fp32");
+  LostUpdateStats s;
+  s.without_master.precision = weight_format.precision();
+  s.with_master.precision = fp32.precision();
+  std::vector<float> u(std::min(kBlock, before.size())), stored(u.size());
+  for (std::size_t begin = 0; begin < before.size(); begin += kBlock) {
+    const std::size_t n = std::min(kBlock, before.size() - begin);
+    const std::span<const float> w = before.subspan(begin, n), a = after.subspan(begin, n);
+    const std::span<float> u_block(u.data(), n), stored_block(stored.data(), n);
+    for (std::size_t i = 0; i < n; ++i)  // applied_update's rounding: after - before in double, then float
+      u_block[i] = static_cast<float>(static_cast<double>(a[i]) - static_cast<double>(w[i]));
+    emu::quantize(w, stored_block, emu::QuantizeSpec{weight_format});
+    add_block_counts(s.without_master, lost_update_counts(stored_block, u_block, weight_format));
+    add_block_counts(s.with_master, lost_update_counts(w, u_block, fp32));
+  }
+  set_rates(s.without_master);
+  set_rates(s.with_master);
+  return s;
+}
+
 }  // namespace mpverify::record

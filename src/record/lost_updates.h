@@ -49,6 +49,13 @@ void set_rates(LostUpdateCounts& c);
 LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,
                              const formats::Format& weight_format);
 
+// lost_updates(before, applied_update(before, after), weight_format), the same counts, taken a block of
+// elements at a time: the update and the weights rounded to the format live in two small buffers that stay
+// in the cache, where the whole-tensor copies of a large model (hundreds of megabytes) cost more in fresh
+// pages and memory traffic than the counting itself. Throws std::invalid_argument when the sizes differ.
+LostUpdateStats lost_updates_of_step(std::span<const float> before, std::span<const float> after,
+                                     const formats::Format& weight_format);
+
 // How the lost updates are found, with identical counts (tests hold them together):
 //  - adding: every w + u rounded once by the emulator (emu::add_arrays);
 //  - spacing: without adding, from the gap between w and its neighbour in the format (the definition in

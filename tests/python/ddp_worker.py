@@ -57,7 +57,8 @@ def main(rank, world, port, out, loss_factor, plant_rank):
         monitor.step(loss)
     monitor.close()
     torch.save({n: p.detach().clone() for n, p in net.named_parameters()}, os.path.join(out + f".weights-{rank}.pt"))
-    if world > 1:
+    if world > 1:  # every rank done before the group goes: gloo aborts a rank whose peer left mid-exchange
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 

@@ -88,6 +88,7 @@ class Monitor:
         self._defer = statistics == "torch" or any(p.device.type != "cpu" for p in self._params)
         self._deferred = DeferredChecks()
         self._deferred_grads = []
+        self._weight_buffers = {}  # parameter -> its copy before a recorded step (on the CPU: _copy_of)
         self._handles = []
         self._batch_handle = None  # the model's forward pre-hook, until the batch size and the recipe are known
         self._step = 0
@@ -545,9 +546,22 @@ class Monitor:
         for p, name in self._params.items():
             layer, _, tensor = name.rpartition(".")
             entries.append((layer or "model", tensor, "weight", "optimizer", p, 1.0))
-            before[p] = p.detach().clone()
+            before[p] = self._copy_of(p)
         self._record_in_order(entries)
         return before
+
+    def _copy_of(self, p):
+        """The weights before the optimizer's step. On the CPU, into a buffer kept from one recorded step to
+        the next: a fresh copy of a large model's weights is fresh memory each time, whose first touch of
+        each page cost more than the copy (0.56 s of a 1.4 s step at 51M parameters); the memory held is the
+        copy every recorded step needs anyway. On a GPU, a clone: its caching allocator reuses the memory,
+        and a copy of the weights is not held between recorded steps."""
+        if not p.is_cpu:
+            return p.detach().clone()
+        buffer = self._weight_buffers.get(p)
+        if buffer is None or buffer.shape != p.shape or buffer.dtype != p.dtype:
+            buffer = self._weight_buffers[p] = torch.empty_like(p, memory_format=torch.contiguous_format)
+        return buffer.copy_(p.detach())
 
     def _record_updates(self, before):
         """The update each weight received (after - before, in float64, as float32) and the lost updates it
