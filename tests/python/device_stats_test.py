@@ -21,9 +21,14 @@ torch = pytest.importorskip("torch")
 from mpverify import _core  # noqa: E402
 from mpverify.torch import _device_stats as ds  # noqa: E402
 
+# The subject runs on each device torch has here; the C++ definition always reads the values on the host.
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here: the torch path is checked on CPU tensors only"))]
+
 TARGETS = ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp8-e4m3fnuz", "fp6-e2m3", "fp4-e2m1", "e5m7", "e8m3", "tf32",
            "fp16:saturate", "fp16:ftz", "e8m0"]  # the last two: no classifier, left to the host
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16,
+          *(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n))]  # torch >= 2.1
 
 
 def bits_to_float(u):
@@ -76,14 +81,15 @@ def as_numpy(t):
     return t.float().numpy()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("scale", [1.0, 2.0 ** -3, 2.0 ** 10, 2.0 ** 24])
-def test_counts_and_bins_equal_the_recorders(target, dtype, scale):
+def test_counts_and_bins_equal_the_recorders(target, dtype, scale, device):
     x = adversarial(target, scale, seed=7).to(dtype)
     if dtype is not torch.float32:  # rounded to the dtype: keep the values whose products are still floats
         x = x[~torch.isfinite(x.float()) | ((x.float() * scale).double() == x.double() * scale)]
-    ours = ds.tensor_counts(x, target, scale)
+    ours = ds.tensor_counts(x.to(device), target, scale)
     truth = _core.tensor_stats(as_numpy(x), "", target, scale)
     if _core._rounding_thresholds(target) is None:  # a format the thresholds cannot describe: the host's
         assert ours is None
@@ -160,10 +166,11 @@ def weights_and_updates(fmt, seed):
             torch.cat([torch.tensor(u, dtype=torch.float32), ru]))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("stored", ["fp32", "fp16", "bf16"])
-def test_lost_updates_equal_the_recorders(stored):
+def test_lost_updates_equal_the_recorders(stored, device):
     w, u = weights_and_updates(stored if stored != "fp32" else "fp16", seed=5)
-    ours = ds.update_counts(w, u, stored)
+    ours = ds.update_counts(w.to(device), u.to(device), stored)
     truth = _core.lost_updates(w.numpy(), "", u.numpy(), "", stored)
     assert ours is not None
     for side in ("with_master", "without_master"):
@@ -172,14 +179,15 @@ def test_lost_updates_equal_the_recorders(stored):
         assert truth[side]["lost"] > 0 and truth[side]["updates"] > truth[side]["lost"]  # both outcomes met
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_lost_updates_of_a_step_equal_the_recorders(dtype):
+def test_lost_updates_of_a_step_equal_the_recorders(dtype, device):
     """From the weights before and after a step, in each weight dtype: the update applied, then both sides."""
     w, u = weights_and_updates("fp16", seed=6)
     before = w.to(dtype)
     after = (before.double() + u.double() * 3).to(dtype)
     for stored in ("fp32", "fp16", "bf16"):
-        ours = ds.lost_update_counts(before, after, stored)
+        ours = ds.lost_update_counts(before.to(device), after.to(device), stored)
         truth = _core.lost_updates_of_step(as_numpy(before), "", as_numpy(after), "", stored)
         for side in ("with_master", "without_master"):
             for key in ("updates", "lost", "ratio_needed", "ratio_sufficient"):
