@@ -13,16 +13,6 @@ namespace mpverify::analysis {
 
 namespace {
 
-void add_counts(record::LostUpdateCounts& into, const record::LostUpdateCounts& c) {
-  into.precision = c.precision;
-  into.elements += c.elements;
-  into.updates += c.updates;
-  into.lost += c.lost;
-  into.ratio_needed += c.ratio_needed;
-  into.ratio_sufficient += c.ratio_sufficient;
-  record::set_rates(into);
-}
-
 // The values of a tensor as floats in C order (swamp pairs elements by position).
 std::vector<float> c_order_floats(const io::TensorEntry& e, const std::filesystem::path& file) {
   if (e.dtype == io::Dtype::f64)
@@ -85,8 +75,8 @@ void add_report(SwampReport& total, const SwampReport& r) {
     throw std::invalid_argument("add_report: the reports count lost updates in different formats");
   total.elements += r.elements;
   for (std::size_t k = 0; k < r.per_format.size(); ++k) {
-    add_counts(total.per_format[k].stats.without_master, r.per_format[k].stats.without_master);
-    add_counts(total.per_format[k].stats.with_master, r.per_format[k].stats.with_master);
+    record::add_counts(total.per_format[k].stats.without_master, r.per_format[k].stats.without_master);
+    record::add_counts(total.per_format[k].stats.with_master, r.per_format[k].stats.with_master);
   }
   total.ratio_histogram += r.ratio_histogram;
 }

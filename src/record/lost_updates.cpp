@@ -17,14 +17,28 @@
 
 namespace mpverify::record {
 
-std::vector<float> applied_update(std::span<const float> before, std::span<const float> after) {
-  if (before.size() != after.size())
+void applied_update(std::span<const float> before, std::span<const float> after, std::span<float> u) {
+  if (before.size() != after.size() || u.size() != before.size())
     throw std::invalid_argument("applied_update: before has " + std::to_string(before.size()) + " elements, after " +
-                                std::to_string(after.size()));
-  std::vector<float> u(before.size());
+                                std::to_string(after.size()) + ", the update " + std::to_string(u.size()));
   for (std::size_t i = 0; i < u.size(); ++i)
     u[i] = static_cast<float>(static_cast<double>(after[i]) - static_cast<double>(before[i]));
+}
+
+std::vector<float> applied_update(std::span<const float> before, std::span<const float> after) {
+  std::vector<float> u(before.size());
+  applied_update(before, after, u);
   return u;
+}
+
+void add_counts(LostUpdateCounts& into, const LostUpdateCounts& part) {
+  into.precision = part.precision;
+  into.elements += part.elements;
+  into.updates += part.updates;
+  into.lost += part.lost;
+  into.ratio_needed += part.ratio_needed;
+  into.ratio_sufficient += part.ratio_sufficient;
+  set_rates(into);
 }
 
 void set_rates(LostUpdateCounts& c) {
@@ -170,19 +184,6 @@ LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,
   return s;
 }
 
-namespace {
-
-void add_block_counts(LostUpdateCounts& total, const LostUpdateCounts& part) {
-  total.precision = part.precision;
-  total.elements += part.elements;
-  total.updates += part.updates;
-  total.lost += part.lost;
-  total.ratio_needed += part.ratio_needed;
-  total.ratio_sufficient += part.ratio_sufficient;
-}
-
-}  // namespace
-
 LostUpdateStats lost_updates_of_step(std::span<const float> before, std::span<const float> after,
                                      const formats::Format& weight_format) {
   if (before.size() != after.size())
@@ -200,14 +201,11 @@ LostUpdateStats lost_updates_of_step(std::span<const float> before, std::span<co
     const std::size_t n = std::min(kBlock, before.size() - begin);
     const std::span<const float> w = before.subspan(begin, n), a = after.subspan(begin, n);
     const std::span<float> u_block(u.data(), n), stored_block(stored.data(), n);
-    for (std::size_t i = 0; i < n; ++i)  // applied_update's rounding: after - before in double, then float
-      u_block[i] = static_cast<float>(static_cast<double>(a[i]) - static_cast<double>(w[i]));
+    applied_update(w, a, u_block);
     emu::quantize(w, stored_block, emu::QuantizeSpec{weight_format});
-    add_block_counts(s.without_master, lost_update_counts(stored_block, u_block, weight_format));
-    add_block_counts(s.with_master, lost_update_counts(w, u_block, fp32));
+    add_counts(s.without_master, lost_update_counts(stored_block, u_block, weight_format));
+    add_counts(s.with_master, lost_update_counts(w, u_block, fp32));
   }
-  set_rates(s.without_master);
-  set_rates(s.with_master);
   return s;
 }
 

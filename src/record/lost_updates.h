@@ -41,9 +41,15 @@ struct LostUpdateStats {
 // (what torch's `(after.double() - before.double()).float()` gives). Throws std::invalid_argument when the
 // sizes differ.
 std::vector<float> applied_update(std::span<const float> before, std::span<const float> after);
+// The same into `u` (of the same size as both).
+void applied_update(std::span<const float> before, std::span<const float> after, std::span<float> u);
 
 // lost_rate and the two ratio rates from the counts (0 when there are no updates).
 void set_rates(LostUpdateCounts& c);
+
+// The counts of two parts of one tensor (or of several tensors) added, with their rates; `into`'s precision
+// becomes `part`'s.
+void add_counts(LostUpdateCounts& into, const LostUpdateCounts& part);
 
 // Throws std::invalid_argument when w and u differ in size.
 LostUpdateStats lost_updates(std::span<const float> w, std::span<const float> u,

@@ -107,6 +107,16 @@ def train(out, seed, steps=50, autocast=False, scaler=None, every=1, loss_factor
     return model
 
 
+def backward_inf_at(*steps):
+    """hooks= for train(): the Spike module "2" multiplies its dx by inf on these steps (a non-finite
+    gradient made in backward)."""
+    def hooks(model, monitor):
+        def pre(module, inputs):
+            model[2].backward_factor = float("inf") if monitor._step in steps else 1.0
+        model.register_forward_pre_hook(pre)
+    return hooks
+
+
 def read_lines(path):
     with open(path) as f:
         return [json.loads(line) for line in f]
@@ -263,12 +273,7 @@ def test_provenance_names_the_module_in_forward_and_backward(tmp_path, statistic
     assert steps[1]["nonfinite"] is None and not steps[1]["skipped"]
     assert steps[3]["scale"] == steps[2]["scale"] / 2  # torch's backoff after the skipped step
 
-    def backward_inf(model, monitor):
-        def hook(module, inputs):
-            module.backward_factor = float("inf") if monitor._step == 1 else 1.0
-        model[2].register_forward_pre_hook(hook)
-
-    train(tmp_path / "bwd", 1, steps=3, hooks=backward_inf, scaler=mt.GradScaler("torch"))
+    train(tmp_path / "bwd", 1, steps=3, hooks=backward_inf_at(1), scaler=mt.GradScaler("torch"))
     steps = read_lines(tmp_path / "bwd" / "steps.jsonl")
     first = steps[1]["nonfinite"]
     assert (first["layer"], first["pass"]) == ("2", "backward"), first  # the Spike module's dx
@@ -309,12 +314,7 @@ def test_provenance_skips_modules_that_cannot_make_a_nonfinite_value(tmp_path, s
     # Backward on an unrecorded step: the Spike's dx is inf; ReLU "1"'s output gradient is not hooked
     # there, so Conv "0"'s output gradient is the first checked, and names the module whose backward ran
     # last, the Spike "2", as on recorded steps.
-    def backward_inf(model, monitor):
-        def hook(module, inputs):
-            module.backward_factor = float("inf") if monitor._step in (2, 3) else 1.0
-        model[2].register_forward_pre_hook(hook)
-
-    train(tmp_path / "bwd", 1, steps=5, every=2, hooks=backward_inf, scaler=mt.GradScaler("torch"))
+    train(tmp_path / "bwd", 1, steps=5, every=2, hooks=backward_inf_at(2, 3), scaler=mt.GradScaler("torch"))
     steps = read_lines(tmp_path / "bwd" / "steps.jsonl")
     for k in (2, 3):
         assert (steps[k]["nonfinite"]["layer"], steps[k]["nonfinite"]["pass"]) == ("2", "backward"), steps[k]
@@ -407,12 +407,7 @@ def test_deferred_checks_copy_the_counts_once_per_step(tmp_path, monkeypatch):
     original_take = provenance.DeferredChecks.take
     monkeypatch.setattr(provenance.DeferredChecks, "take", lambda self, extra: takes.append(1) or original_take(self, extra))
 
-    def backward_inf(model, monitor):
-        def hook(module, inputs):
-            module.backward_factor = float("inf") if monitor._step == 2 else 1.0
-        model[2].register_forward_pre_hook(hook)
-
-    train(tmp_path / "run", 1, steps=4, every=2, hooks=backward_inf, scaler=mt.GradScaler("torch"),
+    train(tmp_path / "run", 1, steps=4, every=2, hooks=backward_inf_at(2), scaler=mt.GradScaler("torch"),
           statistics="torch", evaluate=False)
     assert len(takes) == 4
     steps = read_lines(tmp_path / "run" / "steps.jsonl")
@@ -457,12 +452,7 @@ def test_provenance_places_parameter_gradients_after_their_modules_backward(tmp_
 def test_compare_runs_reads_runs_recorded_every_third_step_with_a_skipped_step(tmp_path):
     """A Monitor at every=3 writes the rates on recorded steps only, and a skipped step has no lost-update
     rate: compare-runs reads both runs and compares those steps without the rates they lack."""
-    def plant_inf_at_step_4(model, monitor):
-        def pre(module, inputs):
-            model[2].backward_factor = float("inf") if monitor._step == 4 else 1.0
-        model.register_forward_pre_hook(pre)
-
-    train(tmp_path / "every3", 1, steps=8, every=3, scaler=mt.GradScaler("torch"), hooks=plant_inf_at_step_4,
+    train(tmp_path / "every3", 1, steps=8, every=3, scaler=mt.GradScaler("torch"), hooks=backward_inf_at(4),
           evaluate=False)
     train(tmp_path / "every1", 1, steps=8, scaler=mt.GradScaler("torch"), evaluate=False)
     steps = read_lines(tmp_path / "every3" / "steps.jsonl")
@@ -480,12 +470,7 @@ def test_summarize_reads_a_monitor_run_and_names_its_planted_inf(tmp_path):
     """`mpverify summarize` on a Monitor run at every=3 with an inf planted at step 4: the step counts, the
     skipped step, the first non-finite event with its module, and per tensor the pooled underflow rate
     recomputed here from tensors.jsonl."""
-    def plant_inf_at_step_4(model, monitor):
-        def pre(module, inputs):
-            model[2].backward_factor = float("inf") if monitor._step == 4 else 1.0
-        model.register_forward_pre_hook(pre)
-
-    train(tmp_path / "run", 1, steps=8, every=3, scaler=mt.GradScaler("torch"), hooks=plant_inf_at_step_4,
+    train(tmp_path / "run", 1, steps=8, every=3, scaler=mt.GradScaler("torch"), hooks=backward_inf_at(4),
           evaluate=False)
     s = json.loads(cli("summarize", tmp_path / "run", "--json", "--report", tmp_path / "r" / "run.md").stdout)
     assert s["steps"] == 8 and s["skipped_steps"] == 1
@@ -925,12 +910,7 @@ def test_provenance_modes_record_the_same_steps(tmp_path, statistics):
 def test_provenance_on_recorded_steps_only_checks_the_parameter_gradients(tmp_path, statistics):
     # Step 1 is not recorded (every=2): Spike's backward makes its dx infinite, the loss stays finite. Without
     # module hooks the first parameter, in the model's order, whose gradient is non-finite is named.
-    def backward_inf(model, monitor):
-        def hook(module, inputs):
-            module.backward_factor = float("inf") if monitor._step == 1 else 1.0
-        model[2].register_forward_pre_hook(hook)
-
-    model = train(tmp_path / "run", seed=1, steps=3, scaler=mt.GradScaler("torch"), every=2, hooks=backward_inf,
+    model = train(tmp_path / "run", seed=1, steps=3, scaler=mt.GradScaler("torch"), every=2, hooks=backward_inf_at(1),
                   provenance="recorded_steps", evaluate=False)
     steps = read_lines(tmp_path / "run" / "steps.jsonl")
     first = steps[1]["nonfinite"]
